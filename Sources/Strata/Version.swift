@@ -1,0 +1,1 @@
+public let strataVersion = "0.1.0"

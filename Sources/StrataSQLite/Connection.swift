@@ -1,0 +1,245 @@
+internal import CSQLite
+internal import Foundation
+
+/// A connection to one SQLite database: a file or memory.
+///
+/// A `Connection` is not thread-safe and not `Sendable`: its owner serialises every use
+/// (Strata's store coordinator holds it behind a lock). It is the only type in Strata that
+/// talks to `sqlite3_*`, together with ``Statement``.
+///
+/// ```swift
+/// let db = try Connection(path: "/tmp/x.sqlite")        // WAL, synchronous=NORMAL
+/// try db.execute("CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT)")
+/// try db.transaction(.immediate) {
+///     try db.cachedStatement("INSERT INTO t(b) VALUES (?)").execute(.text("x"))
+/// }
+/// ```
+public final class Connection {
+    /// How a connection is opened.
+    public struct Configuration: Sendable {
+        /// SQLite's `journal_mode`.
+        public enum JournalMode: String, Sendable { case wal = "WAL", delete = "DELETE", truncate = "TRUNCATE", memory = "MEMORY" }
+        /// SQLite's `synchronous` setting: how often SQLite fsyncs.
+        public enum Synchronous: String, Sendable { case off = "OFF", normal = "NORMAL", full = "FULL", extra = "EXTRA" }
+
+        /// Open read-only (no file is created, no pragma that writes is issued).
+        public var readOnly = false
+        /// Create the file when it does not exist (ignored when read-only).
+        public var createIfMissing = true
+        /// Journal mode set at open (file databases that are writable only). Default WAL.
+        public var journalMode: JournalMode = .wal
+        /// Default `.normal`: in WAL mode a commit survives a process crash; a power loss may
+        /// lose the last commits but never corrupts the file.
+        public var synchronous: Synchronous = .normal
+        /// How long a statement waits for another connection's lock before `SQLITE_BUSY`.
+        public var busyTimeout: Duration = .seconds(5)
+        /// Page cache size in KiB (`PRAGMA cache_size=-N`); `nil` keeps SQLite's default (2 MiB).
+        public var cacheSizeKiB: Int? = nil
+        /// Whether errors may print statement arguments. Off by default: arguments hold user data.
+        public var publicStatementArguments = false
+
+        public init() {}
+    }
+
+    /// The database path (`:memory:` for an in-memory database).
+    public let path: String
+    public let configuration: Configuration
+
+    /// Called with the SQL text of every statement when it starts executing (Core Data's SQLDebug).
+    public var trace: (@Sendable (String) -> Void)?
+
+    var handle: OpaquePointer?
+    private var statementCache: [String: Statement] = [:]
+    private var counters: [String: StatementCounter] = [:]
+
+    /// Opens (and by default creates) the database at `path`.
+    public init(path: String, configuration: Configuration = Configuration()) throws {
+        self.path = path
+        self.configuration = configuration
+        var flags = SQLITE_OPEN_NOMUTEX
+        if configuration.readOnly {
+            flags |= SQLITE_OPEN_READONLY
+        } else {
+            flags |= SQLITE_OPEN_READWRITE
+            if configuration.createIfMissing { flags |= SQLITE_OPEN_CREATE }
+        }
+        var db: OpaquePointer?
+        let code = sqlite3_open_v2(path, &db, flags, nil)
+        guard code == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(code: ResultCode(rawValue: code), message: "cannot open \(path): \(message)")
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        let milliseconds = configuration.busyTimeout.components.seconds * 1000
+            + configuration.busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(db, Int32(clamping: milliseconds))
+        do {
+            if !configuration.readOnly && path != ":memory:" {
+                _ = try pragma("journal_mode", set: configuration.journalMode.rawValue)
+            }
+            try execute("PRAGMA synchronous=\(configuration.synchronous.rawValue)")
+            if let kib = configuration.cacheSizeKiB { try execute("PRAGMA cache_size=-\(kib)") }
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// Opens a private in-memory database.
+    public static func inMemory(configuration: Configuration = Configuration()) throws -> Connection {
+        try Connection(path: ":memory:", configuration: configuration)
+    }
+
+    deinit { close() }
+
+    /// Finalises every statement and closes the database. Safe to call twice.
+    public func close() {
+        statementCache.removeAll()
+        if let handle {
+            sqlite3_close_v2(handle)
+            self.handle = nil
+        }
+    }
+
+    /// Whether ``close()`` has run.
+    public var isClosed: Bool { handle == nil }
+
+    var liveHandle: OpaquePointer {
+        guard let handle else {
+            preconditionFailure("Connection to \(path) used after close(): open a new Connection instead.")
+        }
+        return handle
+    }
+
+    // MARK: Statements
+
+    /// Prepares a new statement (not cached).
+    public func prepare(_ sql: String) throws -> Statement {
+        var statementHandle: OpaquePointer?
+        let code = sqlite3_prepare_v3(liveHandle, sql, -1, 0, &statementHandle, nil)
+        guard code == SQLITE_OK, let statementHandle else {
+            throw error(code: code, sql: sql)
+        }
+        let counter = counter(for: sql)
+        counter.prepared += 1
+        return Statement(connection: self, handle: statementHandle, sql: sql, counter: counter)
+    }
+
+    /// A prepared statement for `sql`, prepared once per connection and reused (reset, bindings cleared).
+    public func cachedStatement(_ sql: String) throws -> Statement {
+        if let statement = statementCache[sql] {
+            statement.reset()
+            return statement
+        }
+        let statement = try prepare(sql)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    /// Runs one or more `;`-separated statements without arguments.
+    public func execute(_ sql: String) throws {
+        var remaining = sql.trimmingCharacters(in: .whitespacesAndNewlines)
+        while !remaining.isEmpty {
+            var statementHandle: OpaquePointer?
+            var consumed = 0
+            let code = remaining.withCString { start -> Int32 in
+                var tail: UnsafePointer<CChar>?
+                let code = sqlite3_prepare_v3(liveHandle, start, -1, 0, &statementHandle, &tail)
+                if let tail { consumed = start.distance(to: tail) }
+                return code
+            }
+            let text = String(remaining.utf8.prefix(consumed)) ?? remaining
+            guard code == SQLITE_OK else { throw error(code: code, sql: text) }
+            remaining = String(remaining.utf8.dropFirst(consumed))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            guard let statementHandle else { continue } // comment or whitespace only
+            let counter = counter(for: text.trimmingCharacters(in: .whitespacesAndNewlines))
+            counter.prepared += 1
+            let statement = Statement(connection: self, handle: statementHandle, sql: counter.sql, counter: counter)
+            try statement.execute()
+        }
+    }
+
+    /// Reads a pragma's value, or sets it and returns what SQLite answers.
+    @discardableResult
+    public func pragma(_ name: String, set value: String? = nil) throws -> SQLiteValue {
+        let sql = value.map { "PRAGMA \(name)=\($0)" } ?? "PRAGMA \(name)"
+        let statement = try prepare(sql)
+        return try statement.step() ? statement.value(at: 0) : .null
+    }
+
+    /// The rowid of the last successful INSERT on this connection.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(liveHandle) }
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    public var changes: Int { Int(sqlite3_changes(liveHandle)) }
+    /// True while a transaction is open.
+    public var isInTransaction: Bool { sqlite3_get_autocommit(liveHandle) == 0 }
+
+    // MARK: Statistics
+
+    private func counter(for sql: String) -> StatementCounter {
+        if let counter = counters[sql] { return counter }
+        let counter = StatementCounter(sql: sql)
+        counters[sql] = counter
+        return counter
+    }
+
+    /// How many times each SQL text was prepared and executed since open or the last reset.
+    public var statistics: StatementStatistics {
+        var result = StatementStatistics()
+        for (sql, counter) in counters where counter.prepared > 0 || counter.executed > 0 {
+            result.prepared[sql] = counter.prepared
+            result.executed[sql] = counter.executed
+        }
+        return result
+    }
+
+    /// Sets every counter back to zero.
+    public func resetStatistics() {
+        for counter in counters.values { counter.prepared = 0; counter.executed = 0 }
+    }
+
+    func error(code: Int32, sql: String?, arguments: [SQLiteValue] = []) -> SQLiteError {
+        SQLiteError(
+            code: ResultCode(rawValue: sqlite3_extended_errcode(liveHandle)).rawValue == 0
+                ? ResultCode(rawValue: code) : ResultCode(rawValue: sqlite3_extended_errcode(liveHandle)),
+            message: String(cString: sqlite3_errmsg(liveHandle)),
+            sql: sql, arguments: arguments,
+            argumentsArePublic: configuration.publicStatementArguments)
+    }
+}
+
+/// Per-SQL counters shared by every statement prepared from the same text.
+final class StatementCounter {
+    let sql: String
+    var prepared = 0
+    var executed = 0
+    init(sql: String) { self.sql = sql }
+}
+
+/// Counts of statements prepared and executed, keyed by SQL text: what tests assert on.
+///
+/// ```swift
+/// db.resetStatistics()
+/// try context.save()
+/// #expect(db.statistics.executions(startingWith: "BEGIN") == 1)
+/// ```
+public struct StatementStatistics: Sendable, Equatable {
+    public var prepared: [String: Int] = [:]
+    public var executed: [String: Int] = [:]
+    public init() {}
+
+    public var totalPrepared: Int { prepared.values.reduce(0, +) }
+    public var totalExecuted: Int { executed.values.reduce(0, +) }
+
+    /// Executions of statements whose SQL starts with `prefix` (case-insensitive).
+    public func executions(startingWith prefix: String) -> Int {
+        executed.filter { $0.key.uppercased().hasPrefix(prefix.uppercased()) }.values.reduce(0, +)
+    }
+    /// Preparations of statements whose SQL starts with `prefix` (case-insensitive).
+    public func preparations(startingWith prefix: String) -> Int {
+        prepared.filter { $0.key.uppercased().hasPrefix(prefix.uppercased()) }.values.reduce(0, +)
+    }
+}
