@@ -1,0 +1,205 @@
+internal import StrataSQLite
+
+/// Changing objects: attribute values, relationships with their inverses kept in step, deletion
+/// with delete rules. Every change here is in memory only; `rollback()` undoes all of it.
+extension ManagedObjectContext {
+    func markChanged(_ object: ManagedObject) {
+        switch object.state {
+        case .clean:
+            object.state = .updated
+            updated[object.objectID] = object
+        case .inserted, .updated, .deleted, .invalid:
+            break
+        }
+    }
+
+    func setAttribute(_ object: ManagedObject, _ index: Int, _ value: AttributeValue?) throws {
+        guard object.current.attributes[index] != value else { return }
+        object.current.attributes[index] = value
+        markChanged(object)
+    }
+
+    // MARK: Reading relationships
+
+    func toOneObject(_ object: ManagedObject, _ index: Int) throws -> ManagedObject? {
+        guard let key = object.current.toOnes[index] else { return nil }
+        return try self.object(with: ObjectID(entityName: object.info.toOneDestinations[index], primaryKey: key))
+    }
+
+    func toManyKeys(_ object: ManagedObject, _ index: Int) throws -> Set<Int64> {
+        try loadToMany(object, index)
+        return object.toMany[index].value(committed: object.toMany[index].committed ?? [])
+    }
+
+    func toManyObjects(_ object: ManagedObject, _ index: Int) throws -> Set<ManagedObject> {
+        let destination = object.info.toManys[index].destination
+        return Set(try toManyKeys(object, index).map { try self.object(with: ObjectID(entityName: destination, primaryKey: $0)) })
+    }
+
+    /// Reads the stored members of a to-many relationship once.
+    func loadToMany(_ object: ManagedObject, _ index: Int) throws {
+        guard object.toMany[index].committed == nil else { return }
+        let sql: String
+        switch object.info.toManyStorage[index] {
+        case let .inverseColumn(table, column):
+            sql = "SELECT \(quoted(primaryKeyColumn)) FROM \(table) WHERE \(column) = ?"
+        case let .joinTable(table, own, other):
+            sql = "SELECT \(other) FROM \(table) WHERE \(own) = ?"
+        }
+        let keys: Set<Int64> = try coordinator.withConnection { db in
+            let statement = try db.cachedStatement(sql)
+            try statement.bind(object.objectID.primaryKey, at: 1)
+            var keys = Set<Int64>()
+            try statement.forEachRow { keys.insert($0.int64(at: 0)) }
+            return keys
+        }
+        object.toMany[index].committed = keys
+    }
+
+    // MARK: Writing relationships
+
+    func setToOne(_ object: ManagedObject, _ index: Int, _ destination: ManagedObject?) throws {
+        let relationship = object.info.toOnes[index]
+        let old = object.current.toOnes[index]
+        let new = destination?.objectID.primaryKey
+        guard old != new else { return }
+        let oldObject = try toOneObject(object, index)
+        if let destination { try fulfill(destination) }
+        if let oldObject { try fulfill(oldObject) }
+        object.current.toOnes[index] = new
+        markChanged(object)
+        guard let inverseName = relationship.inverse else { return }
+        if let oldObject { try removeInverse(of: object, from: oldObject, inverse: inverseName) }
+        if let destination { try addInverse(of: object, to: destination, inverse: inverseName, relationship: relationship.name) }
+    }
+
+    func setToMany(_ object: ManagedObject, _ index: Int, _ objects: [ManagedObject]) throws {
+        let currentKeys = try toManyKeys(object, index)
+        let newKeys = Set(objects.map(\.objectID.primaryKey))
+        let destination = object.info.toManys[index].destination
+        for key in currentKeys.subtracting(newKeys).sorted() {
+            try removeFromToMany(object, index, try self.object(with: ObjectID(entityName: destination, primaryKey: key)))
+        }
+        for other in objects where !currentKeys.contains(other.objectID.primaryKey) {
+            try addToToMany(object, index, other)
+        }
+    }
+
+    /// Adds `member` to `object`'s to-many `index`, updating the inverse.
+    func addToToMany(_ object: ManagedObject, _ index: Int, _ member: ManagedObject) throws {
+        try loadToMany(object, index)
+        try fulfill(member)
+        object.toMany[index].add(member.objectID.primaryKey)
+        markChanged(object)
+        let relationship = object.info.toManys[index]
+        guard let inverseName = relationship.inverse else { return }
+        try addInverse(of: object, to: member, inverse: inverseName, relationship: relationship.name)
+    }
+
+    func removeFromToMany(_ object: ManagedObject, _ index: Int, _ member: ManagedObject) throws {
+        try loadToMany(object, index)
+        try fulfill(member)
+        object.toMany[index].remove(member.objectID.primaryKey)
+        markChanged(object)
+        guard let inverseName = object.info.toManys[index].inverse else { return }
+        try removeInverse(of: object, from: member, inverse: inverseName)
+    }
+
+    /// `target.inverse` gains `source` (whose relationship `relationship` now includes `target`).
+    private func addInverse(of source: ManagedObject, to target: ManagedObject, inverse: String, relationship: String) throws {
+        switch target.info.slots[inverse] {
+        case .toOne(let i):
+            let previous = target.current.toOnes[i]
+            guard previous != source.objectID.primaryKey else { return }
+            if let previous {
+                // `target` leaves its previous owner's relationship.
+                let previousOwner = try object(with: ObjectID(entityName: source.info.name, primaryKey: previous))
+                try fulfill(previousOwner)
+                switch previousOwner.info.slots[relationship] {
+                case .toOne(let j):
+                    previousOwner.current.toOnes[j] = nil
+                    markChanged(previousOwner)
+                case .toMany(let j):
+                    try loadToMany(previousOwner, j)
+                    previousOwner.toMany[j].remove(target.objectID.primaryKey)
+                    markChanged(previousOwner)
+                default: break
+                }
+            }
+            target.current.toOnes[i] = source.objectID.primaryKey
+            markChanged(target)
+        case .toMany(let i):
+            try loadToMany(target, i)
+            target.toMany[i].add(source.objectID.primaryKey)
+            markChanged(target)
+        default:
+            break
+        }
+    }
+
+    /// `target.inverse` loses `source`.
+    private func removeInverse(of source: ManagedObject, from target: ManagedObject, inverse: String) throws {
+        switch target.info.slots[inverse] {
+        case .toOne(let i):
+            guard target.current.toOnes[i] == source.objectID.primaryKey else { return }
+            target.current.toOnes[i] = nil
+            markChanged(target)
+        case .toMany(let i):
+            try loadToMany(target, i)
+            target.toMany[i].remove(source.objectID.primaryKey)
+            markChanged(target)
+        default:
+            break
+        }
+    }
+
+    // MARK: Deleting
+
+    /// Marks `object` deleted and applies its relationships' delete rules: nullify removes it from
+    /// its destinations' inverses, cascade deletes the destinations, deny is checked when saving,
+    /// no action leaves the destinations alone. Undone by `rollback()`.
+    public func delete(_ object: ManagedObject) throws {
+        assertOnQueue()
+        precondition(object.context === self, "delete(_:) was given an object of another context: delete context.object(with: object.objectID) instead.")
+        guard object.state != .deleted, object.state != .invalid else { return }
+        try fulfill(object)
+        if object.state == .inserted {
+            inserted[object.objectID] = nil
+        } else {
+            updated[object.objectID] = nil
+        }
+        let wasInserted = object.state == .inserted
+        object.state = .deleted
+        deleted[object.objectID] = object
+        for relationship in object.info.entity.relationships {
+            let members = try relatedObjects(object, relationship.name)
+            switch relationship.deleteRule {
+            case .deny, .noAction:
+                continue
+            case .nullify:
+                if let inverse = relationship.inverse {
+                    for member in members { try removeInverse(of: object, from: member, inverse: inverse) }
+                }
+            case .cascade:
+                if let inverse = relationship.inverse {
+                    for member in members { try removeInverse(of: object, from: member, inverse: inverse) }
+                }
+                for member in members { try delete(member) }
+            }
+        }
+        if wasInserted {
+            // A new object deleted before any save leaves no trace: nothing to write for it.
+            deleted[object.objectID] = nil
+            registered[object.objectID] = nil
+            object.state = .invalid
+        }
+    }
+
+    func relatedObjects(_ object: ManagedObject, _ key: String) throws -> [ManagedObject] {
+        switch object.info.slots[key] {
+        case .toOne(let i): return try toOneObject(object, i).map { [$0] } ?? []
+        case .toMany(let i): return try toManyObjects(object, i).sorted { $0.objectID < $1.objectID }
+        default: return []
+        }
+    }
+}

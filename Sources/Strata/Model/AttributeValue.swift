@@ -1,0 +1,190 @@
+public import Foundation
+
+/// A non-nil attribute value, tagged with its type.
+///
+/// You rarely write these by hand: `setValue(_:forKey:)` takes plain Swift values and
+/// converts them (an `Int` into an `int16` attribute is range-checked, a `String` into a number is
+/// refused). Defaults in a model are `AttributeValue`s, and they have literal forms:
+/// `.string("Misc")`, `.int64(0)`.
+public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
+    case int16(Int16)
+    case int32(Int32)
+    case int64(Int64)
+    case double(Double)
+    case float(Float)
+    case bool(Bool)
+    case string(String)
+    case date(Date)
+    case binary(Data)
+    case uuid(UUID)
+    case url(URL)
+    case decimal(Decimal)
+
+    /// The attribute type this value belongs to.
+    public var type: AttributeType {
+        switch self {
+        case .int16: .int16
+        case .int32: .int32
+        case .int64: .int64
+        case .double: .double
+        case .float: .float
+        case .bool: .bool
+        case .string: .string
+        case .date: .date
+        case .binary: .binary
+        case .uuid: .uuid
+        case .url: .url
+        case .decimal: .decimal
+        }
+    }
+
+    /// The plain Swift value (`Int16`, `String`, `Date`, …).
+    public var swiftValue: any Sendable {
+        switch self {
+        case .int16(let v): v
+        case .int32(let v): v
+        case .int64(let v): v
+        case .double(let v): v
+        case .float(let v): v
+        case .bool(let v): v
+        case .string(let v): v
+        case .date(let v): v
+        case .binary(let v): v
+        case .uuid(let v): v
+        case .url(let v): v
+        case .decimal(let v): v
+        }
+    }
+
+    /// The value as a `Double`, for numeric range validation and sorting.
+    var numericValue: Double? {
+        switch self {
+        case .int16(let v): Double(v)
+        case .int32(let v): Double(v)
+        case .int64(let v): Double(v)
+        case .double(let v): v
+        case .float(let v): Double(v)
+        case .decimal(let v): NSDecimalNumber(decimal: v).doubleValue
+        case .date(let v): v.timeIntervalSinceReferenceDate
+        case .bool(let v): v ? 1 : 0
+        default: nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .string(let v): "\"\(v)\""
+        case .binary(let v): "<\(v.count) bytes>"
+        default: "\(swiftValue)"
+        }
+    }
+
+    /// Converts a plain Swift value to an attribute value of `type`, or `nil` when it is the wrong
+    /// type or out of the type's range. The reason is in ``conversionFailure(_:to:)``.
+    static func convert(_ value: Any, to type: AttributeType) -> AttributeValue? {
+        if let tagged = value as? AttributeValue {
+            return tagged.type == type ? tagged : convert(tagged.swiftValue, to: type)
+        }
+        switch type {
+        case .int16: return integer(value).flatMap(Int16.init(exactly:)).map(AttributeValue.int16)
+        case .int32: return integer(value).flatMap(Int32.init(exactly:)).map(AttributeValue.int32)
+        case .int64: return integer(value).map(AttributeValue.int64)
+        case .double:
+            if let v = value as? Double { return .double(v) }
+            if let v = value as? Float { return .double(Double(v)) }
+            if let v = integer(value), let d = Double(exactly: v) { return .double(d) }
+            return nil
+        case .float:
+            if let v = value as? Float { return .float(v) }
+            if let v = value as? Double { return .float(Float(v)) }
+            if let v = integer(value), let f = Float(exactly: v) { return .float(f) }
+            return nil
+        case .bool: return (value as? Bool).map(AttributeValue.bool)
+        case .string:
+            if let v = value as? String { return .string(v) }
+            if let v = value as? Substring { return .string(String(v)) }
+            return nil
+        case .date: return (value as? Date).map(AttributeValue.date)
+        case .binary:
+            if let v = value as? Data { return .binary(v) }
+            if let v = value as? [UInt8] { return .binary(Data(v)) }
+            return nil
+        case .uuid: return (value as? UUID).map(AttributeValue.uuid)
+        case .url: return (value as? URL).map(AttributeValue.url)
+        case .decimal:
+            if let v = value as? Decimal { return .decimal(v) }
+            if let v = integer(value) { return .decimal(Decimal(v)) }
+            if let v = value as? Double, v.isFinite { return .decimal(Decimal(v)) }
+            return nil
+        }
+    }
+
+    /// Any Swift integer as `Int64`, or `nil` (a `Bool` is not an integer here).
+    private static func integer(_ value: Any) -> Int64? {
+        switch value {
+        case let v as Int: Int64(v)
+        case let v as Int64: v
+        case let v as Int32: Int64(v)
+        case let v as Int16: Int64(v)
+        case let v as Int8: Int64(v)
+        case let v as UInt8: Int64(v)
+        case let v as UInt16: Int64(v)
+        case let v as UInt32: Int64(v)
+        case let v as UInt: Int64(exactly: v)
+        case let v as UInt64: Int64(exactly: v)
+        default: nil
+        }
+    }
+}
+
+// MARK: - JSON: a tagged, lossless form ({"type": "double", "value": "-0.0"})
+
+extension AttributeValue: Codable {
+    private enum CodingKeys: String, CodingKey { case type, value }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let type = try container.decode(AttributeType.self, forKey: .type)
+        let text = try container.decode(String.self, forKey: .value)
+        func bad() -> DecodingError {
+            .dataCorruptedError(forKey: .value, in: container, debugDescription: "'\(text)' is not a valid \(type) value")
+        }
+        switch type {
+        case .int16: guard let v = Int16(text) else { throw bad() }; self = .int16(v)
+        case .int32: guard let v = Int32(text) else { throw bad() }; self = .int32(v)
+        case .int64: guard let v = Int64(text) else { throw bad() }; self = .int64(v)
+        case .double: guard let v = UInt64(text, radix: 16) else { throw bad() }; self = .double(Double(bitPattern: v))
+        case .float: guard let v = UInt32(text, radix: 16) else { throw bad() }; self = .float(Float(bitPattern: v))
+        case .bool: guard let v = Bool(text) else { throw bad() }; self = .bool(v)
+        case .string: self = .string(text)
+        case .date:
+            guard let v = UInt64(text, radix: 16) else { throw bad() }
+            self = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: v)))
+        case .binary: guard let v = Data(base64Encoded: text) else { throw bad() }; self = .binary(v)
+        case .uuid: guard let v = UUID(uuidString: text) else { throw bad() }; self = .uuid(v)
+        case .url: guard let v = URL(string: text) else { throw bad() }; self = .url(v)
+        case .decimal: guard let v = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { throw bad() }; self = .decimal(v)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        let text: String = switch self {
+        case .int16(let v): String(v)
+        case .int32(let v): String(v)
+        case .int64(let v): String(v)
+        // Floating point values as bit patterns: exact for -0.0, NaN payloads and subnormals.
+        case .double(let v): String(v.bitPattern, radix: 16)
+        case .float(let v): String(v.bitPattern, radix: 16)
+        case .bool(let v): String(v)
+        case .string(let v): v
+        case .date(let v): String(v.timeIntervalSinceReferenceDate.bitPattern, radix: 16)
+        case .binary(let v): v.base64EncodedString()
+        case .uuid(let v): v.uuidString
+        case .url(let v): v.absoluteString
+        case .decimal(let v): NSDecimalNumber(decimal: v).description(withLocale: Locale(identifier: "en_US_POSIX"))
+        }
+        try container.encode(text, forKey: .value)
+    }
+}

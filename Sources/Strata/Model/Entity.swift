@@ -1,0 +1,89 @@
+/// An entity: a kind of object, stored as one table.
+///
+/// ```swift
+/// Entity("Good", class: Good.self, attributes: [
+///     Attribute("name", .string, isOptional: false),
+///     Attribute("number", .int64, defaultValue: .int64(0)),
+/// ], relationships: [
+///     Relationship("category", .toOne, to: "Category", inverse: "goods"),
+/// ])
+/// ```
+public struct Entity: Sendable, Hashable, Codable {
+    public var name: String
+    public var attributes: [Attribute]
+    public var relationships: [Relationship]
+    /// Extra multi-column indexes, each a list of attribute or to-one names.
+    public var compoundIndexes: [[String]]
+    public var renamingIdentifier: String?
+    /// The class instantiated for this entity's objects (``ManagedObject`` or a subclass).
+    /// Not part of the JSON form or the version hash; compared by identity.
+    public var managedClass: ManagedObject.Type
+
+    public init(
+        _ name: String, class managedClass: ManagedObject.Type = ManagedObject.self,
+        attributes: [Attribute] = [], relationships: [Relationship] = [],
+        compoundIndexes: [[String]] = [], renamingIdentifier: String? = nil
+    ) {
+        self.name = name
+        self.managedClass = managedClass
+        self.attributes = attributes
+        self.relationships = relationships
+        self.compoundIndexes = compoundIndexes
+        self.renamingIdentifier = renamingIdentifier
+    }
+
+    public func attribute(named name: String) -> Attribute? { attributes.first { $0.name == name } }
+    public func relationship(named name: String) -> Relationship? { relationships.first { $0.name == name } }
+
+    private enum CodingKeys: String, CodingKey {
+        case name, attributes, relationships, compoundIndexes, renamingIdentifier
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decode(String.self, forKey: .name)
+        attributes = try c.decode([Attribute].self, forKey: .attributes)
+        relationships = try c.decode([Relationship].self, forKey: .relationships)
+        compoundIndexes = try c.decode([[String]].self, forKey: .compoundIndexes)
+        renamingIdentifier = try c.decodeIfPresent(String.self, forKey: .renamingIdentifier)
+        managedClass = ManagedObject.self
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(attributes, forKey: .attributes)
+        try c.encode(relationships, forKey: .relationships)
+        try c.encode(compoundIndexes, forKey: .compoundIndexes)
+        try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
+    }
+
+    public static func == (lhs: Entity, rhs: Entity) -> Bool {
+        lhs.name == rhs.name && lhs.attributes == rhs.attributes && lhs.relationships == rhs.relationships
+            && lhs.compoundIndexes == rhs.compoundIndexes && lhs.renamingIdentifier == rhs.renamingIdentifier
+            && ObjectIdentifier(lhs.managedClass) == ObjectIdentifier(rhs.managedClass)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(attributes)
+        hasher.combine(relationships)
+    }
+
+    /// The canonical text the version hash is computed from: everything that shapes storage,
+    /// with properties sorted by name so declaration order never matters. Defaults, validation
+    /// rules and renaming identifiers do not change storage and are left out (as in Core Data).
+    var canonicalSchemaText: String {
+        var parts = ["entity \(name)"]
+        for a in attributes.sorted(by: { $0.name < $1.name }) {
+            parts.append("attribute \(a.name) \(a.type.rawValue) optional=\(a.isOptional) indexed=\(a.isIndexed)")
+        }
+        for r in relationships.sorted(by: { $0.name < $1.name }) {
+            parts.append("relationship \(r.name) \(r.kind.rawValue) \(r.destination) inverse=\(r.inverse ?? "-") optional=\(r.isOptional)")
+        }
+        for index in compoundIndexes.map({ $0.joined(separator: ",") }).sorted() {
+            parts.append("index \(index)")
+        }
+        return parts.joined(separator: "\n")
+    }
+}

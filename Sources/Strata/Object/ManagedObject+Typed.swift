@@ -1,0 +1,101 @@
+public import Foundation
+
+/// A Swift type that can be an attribute's value: the typed accessors of ``ManagedObject`` use it.
+public protocol AttributeConvertible {
+    init?(attributeValue: AttributeValue)
+}
+
+extension Int16: AttributeConvertible { public init?(attributeValue v: AttributeValue) { guard case .int16(let x) = v else { return nil }; self = x } }
+extension Int32: AttributeConvertible { public init?(attributeValue v: AttributeValue) { guard case .int32(let x) = v else { return nil }; self = x } }
+extension Int64: AttributeConvertible {
+    public init?(attributeValue v: AttributeValue) {
+        switch v {
+        case .int16(let x): self = Int64(x)
+        case .int32(let x): self = Int64(x)
+        case .int64(let x): self = x
+        default: return nil
+        }
+    }
+}
+extension Int: AttributeConvertible {
+    public init?(attributeValue v: AttributeValue) {
+        guard let x = Int64(attributeValue: v) else { return nil }
+        self = Int(x)
+    }
+}
+extension Double: AttributeConvertible {
+    public init?(attributeValue v: AttributeValue) {
+        switch v {
+        case .double(let x): self = x
+        case .float(let x): self = Double(x)
+        default: return nil
+        }
+    }
+}
+extension Float: AttributeConvertible { public init?(attributeValue v: AttributeValue) { guard case .float(let x) = v else { return nil }; self = x } }
+extension Bool: AttributeConvertible { public init?(attributeValue v: AttributeValue) { guard case .bool(let x) = v else { return nil }; self = x } }
+extension String: AttributeConvertible { public init?(attributeValue v: AttributeValue) { guard case .string(let x) = v else { return nil }; self = x } }
+extension Date: AttributeConvertible { public init?(attributeValue v: AttributeValue) { guard case .date(let x) = v else { return nil }; self = x } }
+extension Data: AttributeConvertible { public init?(attributeValue v: AttributeValue) { guard case .binary(let x) = v else { return nil }; self = x } }
+extension UUID: AttributeConvertible { public init?(attributeValue v: AttributeValue) { guard case .uuid(let x) = v else { return nil }; self = x } }
+extension URL: AttributeConvertible { public init?(attributeValue v: AttributeValue) { guard case .url(let x) = v else { return nil }; self = x } }
+extension Decimal: AttributeConvertible { public init?(attributeValue v: AttributeValue) { guard case .decimal(let x) = v else { return nil }; self = x } }
+
+extension ManagedObject {
+    /// Typed attribute access for subclasses' properties. A key that is not an attribute, or a
+    /// value of the wrong type, is a bug in the subclass and stops with a precondition failure;
+    /// use ``value(forKey:)`` / ``setValue(_:forKey:)`` for keys that come from data.
+    /// Reading an object whose row was deleted elsewhere gives `nil`.
+    public subscript<Value: AttributeConvertible>(attribute key: String) -> Value? {
+        get {
+            guard case .attribute(let index)? = info.slots[key] else { misuse(key, "an attribute") }
+            let context = liveContext()
+            guard (try? context.fulfill(self)) != nil else { return nil }
+            guard let value = current.attributes[index] else { return nil }
+            guard let typed = Value(attributeValue: value) else {
+                preconditionFailure("\(info.name).\(key) holds \(value.type), not \(Value.self): declare the property as the attribute's type.")
+            }
+            return typed
+        }
+        set {
+            do { try setValue(newValue, forKey: key) } catch {
+                preconditionFailure("\(error): declare the property with the attribute's type, or use setValue(_:forKey:) to handle the error.")
+            }
+        }
+    }
+
+    /// Typed to-one access for subclasses' properties.
+    public subscript<Destination: ManagedObject>(toOne key: String) -> Destination? {
+        get {
+            guard case .toOne? = info.slots[key] else { misuse(key, "a to-one relationship") }
+            guard let object = try? value(forKey: key) else { return nil }
+            guard let typed = object as? Destination else {
+                preconditionFailure("\(info.name).\(key) holds \(type(of: object)), not \(Destination.self): name the class in the model's Entity(class:).")
+            }
+            return typed
+        }
+        set {
+            do { try setValue(newValue, forKey: key) } catch {
+                preconditionFailure("\(error): pass an object of the destination entity from the same context.")
+            }
+        }
+    }
+
+    /// Typed to-many access for subclasses' properties.
+    public subscript<Destination: ManagedObject>(toMany key: String) -> Set<Destination> {
+        get {
+            guard case .toMany? = info.slots[key] else { misuse(key, "a to-many relationship") }
+            guard let objects = try? value(forKey: key) as? Set<ManagedObject> else { return [] }
+            return Set(objects.compactMap { $0 as? Destination })
+        }
+        set {
+            do { try setValue(Set<ManagedObject>(newValue.map { $0 as ManagedObject }), forKey: key) } catch {
+                preconditionFailure("\(error): pass objects of the destination entity from the same context.")
+            }
+        }
+    }
+
+    private func misuse(_ key: String, _ kind: String) -> Never {
+        preconditionFailure("\(info.name) has no \(kind) named '\(key)': fix the key in the subclass or the model.")
+    }
+}

@@ -1,0 +1,205 @@
+internal import Foundation
+
+/// An object of the graph: one row of an entity, confined to the context that registered it.
+///
+/// Use it dynamically (`value(forKey:)`, `setValue(_:forKey:)`) or subclass it for typed properties:
+///
+/// ```swift
+/// final class Good: ManagedObject {
+///     var name: String {
+///         get { self[attribute: "name"] ?? "" }
+///         set { self[attribute: "name"] = newValue }
+///     }
+///     var category: Category? {
+///         get { self[toOne: "category"] }
+///         set { self[toOne: "category"] = newValue }
+///     }
+/// }
+/// // and name the class in the model: Entity("Good", class: Good.self, attributes: …)
+/// ```
+///
+/// Objects are not `Sendable`: pass ``objectID`` between contexts instead. Touching an object
+/// off its context's queue is a programmer error and stops with a precondition failure.
+open class ManagedObject: Hashable, CustomStringConvertible {
+    /// The permanent identity of the object.
+    public let objectID: ObjectID
+    let info: EntityInfo
+    weak var context: ManagedObjectContext?
+
+    /// Values as this context sees them now (pending changes included). Valid when not a fault.
+    var current: RowSnapshot
+    /// Values as last read from or written to the parent store; `nil` for a new object.
+    var committed: RowSnapshot?
+    var toMany: [ToManyState]
+    /// True until the row is read from the store on first access.
+    public internal(set) var isFault: Bool
+    var state: LifecycleState = .clean
+
+    enum LifecycleState { case clean, inserted, updated, deleted, invalid }
+
+    /// Everything an object is created with; made by the context only.
+    public struct Creation {
+        let info: EntityInfo
+        let id: ObjectID
+        let context: ManagedObjectContext
+        let row: RowSnapshot?
+        let isNew: Bool
+    }
+
+    /// Called by the context. Subclasses must not declare other designated initialisers
+    /// (they inherit this one), and never call it themselves: insert through the context.
+    public required init(_ creation: Creation) {
+        info = creation.info
+        objectID = creation.id
+        context = creation.context
+        toMany = Array(repeating: ToManyState(), count: creation.info.toManys.count)
+        if creation.isNew {
+            current = RowSnapshot(defaultsOf: creation.info)
+            committed = nil
+            isFault = false
+            state = .inserted
+            for index in toMany.indices { toMany[index].committed = [] }
+        } else if let row = creation.row {
+            current = row
+            committed = row
+            isFault = false
+        } else {
+            current = RowSnapshot(attributes: [], toOnes: [])
+            committed = nil
+            isFault = true
+        }
+    }
+
+    /// The entity's name.
+    public var entityName: String { info.name }
+    /// The entity description.
+    public var entity: Entity { info.entity }
+    /// The context the object lives in; `nil` once deleted and saved, rolled back out, or reset.
+    public var managedObjectContext: ManagedObjectContext? { state == .invalid ? nil : context }
+    public var isInserted: Bool { state == .inserted }
+    public var isDeleted: Bool { state == .deleted }
+    public var isUpdated: Bool { state == .updated }
+    /// True when the object has unsaved changes (inserted, updated or deleted).
+    public var hasChanges: Bool { state == .inserted || state == .deleted || state == .updated }
+
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    open var description: String {
+        guard !isFault else { return "<\(objectID) fault>" }
+        let values = info.attributes.indices.map { "\(info.attributes[$0].name)=\(current.attributes[$0].map { "\($0)" } ?? "nil")" }
+        return "<\(objectID) \(values.joined(separator: " "))>"
+    }
+
+    // MARK: Dynamic access
+
+    /// The value of an attribute (`Int16`, `String`, `Date`, …), a to-one destination
+    /// (`ManagedObject?`) or a to-many relationship (`Set<ManagedObject>`).
+    ///
+    /// - Throws: ``ObjectError/unknownKey(entity:key:)`` for a key the entity lacks,
+    ///   ``ObjectError/objectNotFound(_:)`` when the object's row no longer exists.
+    public func value(forKey key: String) throws -> Any? {
+        let context = liveContext()
+        guard let slot = info.slots[key] else { throw ObjectError.unknownKey(entity: info.name, key: key) }
+        try context.fulfill(self)
+        switch slot {
+        case .attribute(let index): return current.attributes[index]?.swiftValue
+        case .toOne(let index): return try context.toOneObject(self, index)
+        case .toMany(let index): return try context.toManyObjects(self, index)
+        }
+    }
+
+    /// Sets an attribute (a Swift value of the attribute's type, or `nil`), a to-one relationship (a
+    /// ``ManagedObject`` of the destination entity in the same context, or `nil`) or a to-many
+    /// relationship (a `Set` or array of such objects). Inverse relationships are kept in step.
+    ///
+    /// - Throws: ``ObjectError/unknownKey(entity:key:)``, ``ObjectError/wrongType(entity:key:expected:actual:)``,
+    ///   ``ObjectError/invalidValue(entity:key:reason:)`` (NaN, out of range for `Int16`/`Int32`),
+    ///   ``ObjectError/objectInAnotherContext(entity:key:)``. Nothing changes when it throws.
+    public func setValue(_ value: Any?, forKey key: String) throws {
+        let context = liveContext()
+        guard let slot = info.slots[key] else { throw ObjectError.unknownKey(entity: info.name, key: key) }
+        try context.fulfill(self)
+        switch slot {
+        case .attribute(let index):
+            try context.setAttribute(self, index, try convertAttribute(value, index: index))
+        case .toOne(let index):
+            try context.setToOne(self, index, try destinationObject(value, key: key, entity: info.toOnes[index].destination))
+        case .toMany(let index):
+            let destination = info.toManys[index].destination
+            let objects: [ManagedObject]
+            switch value {
+            case nil: objects = []
+            case let set as Set<ManagedObject>: objects = Array(set)
+            case let array as [ManagedObject]: objects = array
+            case let sequence as any Sequence:
+                objects = try sequence.map {
+                    guard let object = $0 as? ManagedObject else {
+                        throw ObjectError.wrongType(entity: info.name, key: key, expected: "a set of \(destination)", actual: "\(type(of: value!))")
+                    }
+                    return object
+                }
+            default:
+                throw ObjectError.wrongType(entity: info.name, key: key, expected: "a set of \(destination)", actual: "\(type(of: value!))")
+            }
+            for object in objects { _ = try destinationObject(object, key: key, entity: destination) }
+            try context.setToMany(self, index, objects)
+        }
+    }
+
+    func convertAttribute(_ value: Any?, index: Int) throws -> AttributeValue? {
+        let attribute = info.attributes[index]
+        guard let value, !(value is NSNull) else { return nil }
+        guard let converted = AttributeValue.convert(value, to: attribute.type) else {
+            if AttributeValue.convert(value, to: .int64) != nil, [.int16, .int32].contains(attribute.type) {
+                throw ObjectError.invalidValue(entity: info.name, key: attribute.name, reason: "\(value) is out of range for \(attribute.type)")
+            }
+            throw ObjectError.wrongType(entity: info.name, key: attribute.name, expected: attribute.type.rawValue, actual: "\(type(of: value))")
+        }
+        if case .double(let v) = converted, v.isNaN { throw nanError(attribute) }
+        if case .float(let v) = converted, v.isNaN { throw nanError(attribute) }
+        return converted
+    }
+
+    private func nanError(_ attribute: Attribute) -> ObjectError {
+        .invalidValue(entity: info.name, key: attribute.name, reason: "NaN cannot be stored (SQLite stores NaN as NULL)")
+    }
+
+    func destinationObject(_ value: Any?, key: String, entity: String) throws -> ManagedObject? {
+        guard let value else { return nil }
+        guard let object = value as? ManagedObject, object.info.name == entity else {
+            throw ObjectError.wrongType(entity: info.name, key: key, expected: entity, actual: "\(type(of: value))")
+        }
+        guard object.context === context, object.state != .invalid else {
+            throw ObjectError.objectInAnotherContext(entity: info.name, key: key)
+        }
+        return object
+    }
+
+    func liveContext() -> ManagedObjectContext {
+        guard let context, state != .invalid else {
+            preconditionFailure("\(objectID) is no longer in a context (deleted and saved, rolled back, reset, or its context was released); fetch it again with context.object(with:).")
+        }
+        context.assertOnQueue()
+        return context
+    }
+}
+
+/// A to-many relationship's value: the stored set (loaded on first use) plus pending changes.
+struct ToManyState {
+    var committed: Set<Int64>?
+    var added: Set<Int64> = []
+    var removed: Set<Int64> = []
+
+    var hasChanges: Bool { !added.isEmpty || !removed.isEmpty }
+
+    mutating func add(_ key: Int64) {
+        if removed.remove(key) == nil, committed?.contains(key) != true { added.insert(key) }
+    }
+
+    mutating func remove(_ key: Int64) {
+        if added.remove(key) == nil { removed.insert(key) }
+    }
+
+    func value(committed: Set<Int64>) -> Set<Int64> { committed.union(added).subtracting(removed) }
+}

@@ -1,0 +1,86 @@
+internal import Foundation
+internal import StrataSQLite
+
+/// One row's values: attributes in model order, then to-one destination keys.
+struct RowSnapshot: Sendable, Equatable {
+    var attributes: [AttributeValue?]
+    var toOnes: [Int64?]
+
+    init(attributes: [AttributeValue?], toOnes: [Int64?]) {
+        self.attributes = attributes
+        self.toOnes = toOnes
+    }
+
+    /// A new object's values: every default, no relationships.
+    init(defaultsOf info: EntityInfo) {
+        attributes = info.attributes.map(\.defaultValue)
+        toOnes = Array(repeating: nil, count: info.toOnes.count)
+    }
+
+    /// Reads the row the statement is positioned on; column 0 is the primary key.
+    init(statement: Statement, info: EntityInfo, firstColumn: Int32 = 1) {
+        var column = firstColumn
+        attributes = info.attributes.map { attribute in
+            defer { column += 1 }
+            return RowSnapshot.read(statement, column, as: attribute.type)
+        }
+        toOnes = info.toOnes.map { _ in
+            defer { column += 1 }
+            return statement.isNull(at: column) ? nil : statement.int64(at: column)
+        }
+    }
+
+    static func read(_ statement: Statement, _ column: Int32, as type: AttributeType) -> AttributeValue? {
+        if statement.isNull(at: column) { return nil }
+        switch type {
+        case .int16: return .int16(Int16(truncatingIfNeeded: statement.int64(at: column)))
+        case .int32: return .int32(Int32(truncatingIfNeeded: statement.int64(at: column)))
+        case .int64: return .int64(statement.int64(at: column))
+        case .double: return .double(statement.double(at: column))
+        case .float: return .float(Float(statement.double(at: column)))
+        case .bool: return .bool(statement.int64(at: column) != 0)
+        case .string: return .string(statement.string(at: column))
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: statement.double(at: column)))
+        case .binary: return .binary(statement.data(at: column))
+        case .uuid:
+            let bytes = statement.data(at: column)
+            guard bytes.count == 16 else { return nil }
+            return .uuid(bytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) })
+        case .url: return URL(string: statement.string(at: column)).map(AttributeValue.url)
+        case .decimal: return Decimal(string: statement.string(at: column), locale: posixLocale).map(AttributeValue.decimal)
+        }
+    }
+
+    /// Binds every column from parameter `first` on.
+    func bind(to statement: Statement, from first: Int32) throws {
+        var index = first
+        for value in attributes {
+            try RowSnapshot.bind(value, to: statement, at: index)
+            index += 1
+        }
+        for key in toOnes {
+            if let key { try statement.bind(key, at: index) } else { try statement.bindNull(at: index) }
+            index += 1
+        }
+    }
+
+    static func bind(_ value: AttributeValue?, to statement: Statement, at index: Int32) throws {
+        guard let value else { return try statement.bindNull(at: index) }
+        switch value {
+        case .int16(let v): try statement.bind(Int64(v), at: index)
+        case .int32(let v): try statement.bind(Int64(v), at: index)
+        case .int64(let v): try statement.bind(v, at: index)
+        case .double(let v): try statement.bind(v, at: index)
+        case .float(let v): try statement.bind(Double(v), at: index)
+        case .bool(let v): try statement.bind(Int64(v ? 1 : 0), at: index)
+        case .string(let v): try statement.bind(v, at: index)
+        case .date(let v): try statement.bind(v.timeIntervalSinceReferenceDate, at: index)
+        case .binary(let v): try statement.bind(v, at: index)
+        case .uuid(let v): try statement.bind(withUnsafeBytes(of: v.uuid) { Data($0) }, at: index)
+        case .url(let v): try statement.bind(v.absoluteString, at: index)
+        case .decimal(let v): try statement.bind(NSDecimalNumber(decimal: v).description(withLocale: posixLocale), at: index)
+        }
+    }
+}
+
+let posixLocale = Locale(identifier: "en_US_POSIX")

@@ -1,0 +1,144 @@
+/// Quotes an SQL identifier. Model names are validated identifiers; quoting keeps keywords safe.
+func quoted(_ identifier: String) -> String { "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+
+/// The primary key column of every entity table. Property names cannot start with `_`.
+let primaryKeyColumn = "_pk"
+
+/// A model resolved for storage: per entity, its slots, columns, SQL and relationship storage.
+/// Immutable after creation.
+final class Schema: Sendable {
+    let infos: [String: EntityInfo]
+    let joinTables: [JoinTable]
+
+    init(entities: [Entity]) {
+        var joins: [String: JoinTable] = [:]
+        for entity in entities {
+            for r in entity.relationships where r.isToMany {
+                guard let inverseName = r.inverse,
+                      let inverse = entities.first(where: { $0.name == r.destination })?.relationship(named: inverseName),
+                      inverse.isToMany else { continue }
+                let me = "\(entity.name)_\(r.name)", other = "\(r.destination)_\(inverseName)"
+                let name = "strata_join_" + min(me, other)
+                if joins[name] == nil {
+                    // Column a holds the key of the side that sorts first.
+                    let (first, second) = me <= other ? ((entity.name, r.name), (r.destination, inverseName))
+                                                      : ((r.destination, inverseName), (entity.name, r.name))
+                    joins[name] = JoinTable(name: name, first: first, second: second)
+                }
+            }
+        }
+        joinTables = joins.values.sorted { $0.name < $1.name }
+        var infos: [String: EntityInfo] = [:]
+        for entity in entities { infos[entity.name] = EntityInfo(entity: entity, entities: entities, joins: joins) }
+        self.infos = infos
+    }
+
+    /// Every statement that creates the schema, in order.
+    var creationSQL: [String] {
+        var sql: [String] = []
+        for info in infos.values.sorted(by: { $0.name < $1.name }) { sql += info.creationSQL }
+        for join in joinTables {
+            sql.append("CREATE TABLE \(quoted(join.name)) (\"a\" INTEGER NOT NULL, \"b\" INTEGER NOT NULL, PRIMARY KEY (\"a\", \"b\")) WITHOUT ROWID")
+            sql.append("CREATE INDEX \(quoted(join.name + "_b")) ON \(quoted(join.name)) (\"b\", \"a\")")
+        }
+        return sql
+    }
+}
+
+/// A many-to-many join table: column `a` holds the key of `first`'s object, `b` of `second`'s.
+struct JoinTable: Sendable, Hashable {
+    let name: String
+    let first: (entity: String, relationship: String)
+    let second: (entity: String, relationship: String)
+
+    static func == (l: JoinTable, r: JoinTable) -> Bool { l.name == r.name }
+    func hash(into hasher: inout Hasher) { hasher.combine(name) }
+}
+
+/// Where a property lives in an object's storage.
+enum Slot: Sendable, Equatable {
+    case attribute(Int)
+    case toOne(Int)
+    case toMany(Int)
+}
+
+/// How a to-many relationship is stored.
+enum ToManyStorage: Sendable {
+    /// Derived from the destination table's to-one column.
+    case inverseColumn(table: String, column: String)
+    /// A join table: this side's key is in `ownColumn`.
+    case joinTable(table: String, ownColumn: String, otherColumn: String)
+}
+
+/// One entity, resolved for storage.
+final class EntityInfo: Sendable {
+    let name: String
+    let entity: Entity
+    let table: String
+    let attributes: [Attribute]
+    let toOnes: [Relationship]
+    let toManys: [Relationship]
+    let toManyStorage: [ToManyStorage]
+    let slots: [String: Slot]
+    /// Destination entity of each to-one slot.
+    let toOneDestinations: [String]
+    /// Storage columns in row order: attributes, then to-ones.
+    let columns: [String]
+    let insertSQL: String
+    let updateSQL: String
+    let deleteSQL: String
+    let selectSQL: String
+    let creationSQL: [String]
+
+    init(entity: Entity, entities: [Entity], joins: [String: JoinTable]) {
+        name = entity.name
+        self.entity = entity
+        table = quoted(entity.name)
+        attributes = entity.attributes
+        toOnes = entity.relationships.filter { !$0.isToMany }
+        toManys = entity.relationships.filter(\.isToMany)
+        toOneDestinations = toOnes.map(\.destination)
+        var slots: [String: Slot] = [:]
+        for (i, a) in attributes.enumerated() { slots[a.name] = .attribute(i) }
+        for (i, r) in toOnes.enumerated() { slots[r.name] = .toOne(i) }
+        for (i, r) in toManys.enumerated() { slots[r.name] = .toMany(i) }
+        self.slots = slots
+        toManyStorage = toManys.map { r in
+            let inverse = r.inverse.flatMap { name in entities.first { $0.name == r.destination }?.relationship(named: name) }
+            if let inverse, !inverse.isToMany {
+                return .inverseColumn(table: quoted(r.destination), column: quoted(inverse.name))
+            }
+            let me = "\(entity.name)_\(r.name)", other = "\(r.destination)_\(r.inverse ?? "")"
+            let join = joins["strata_join_" + min(me, other)]!
+            let ownIsFirst = join.first.entity == entity.name && join.first.relationship == r.name
+            return .joinTable(table: quoted(join.name), ownColumn: ownIsFirst ? "\"a\"" : "\"b\"",
+                              otherColumn: ownIsFirst ? "\"b\"" : "\"a\"")
+        }
+        columns = attributes.map(\.name) + toOnes.map(\.name)
+        let quotedColumns = columns.map(quoted)
+        let pk = quoted(primaryKeyColumn)
+        insertSQL = "INSERT INTO \(table) (\(([pk] + quotedColumns).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")))"
+        updateSQL = quotedColumns.isEmpty ? "" :
+            "UPDATE \(table) SET \(quotedColumns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE \(pk) = ?"
+        deleteSQL = "DELETE FROM \(table) WHERE \(pk) = ?"
+        selectSQL = "SELECT \(([pk] + quotedColumns).joined(separator: ", ")) FROM \(table)"
+
+        var create: [String] = []
+        let definitions = ["\(pk) INTEGER PRIMARY KEY"]
+            + attributes.map { a in ([quoted(a.name), a.type.columnDeclaration].filter { !$0.isEmpty }).joined(separator: " ") }
+            + toOnes.map { "\(quoted($0.name)) INTEGER" }
+        create.append("CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
+        for a in attributes where a.isIndexed {
+            create.append("CREATE INDEX \(quoted("\(entity.name)_\(a.name)")) ON \(table) (\(quoted(a.name)))")
+        }
+        for r in toOnes {
+            create.append("CREATE INDEX \(quoted("\(entity.name)_\(r.name)")) ON \(table) (\(quoted(r.name)))")
+        }
+        for keys in entity.compoundIndexes {
+            create.append("CREATE INDEX \(quoted("\(entity.name)_" + keys.joined(separator: "_"))) ON \(table) (\(keys.map(quoted).joined(separator: ", ")))")
+        }
+        creationSQL = create
+    }
+
+    func relationship(forToMany index: Int) -> Relationship { toManys[index] }
+}

@@ -1,0 +1,94 @@
+internal import Foundation
+internal import StrataSQLite
+
+extension StoreCoordinator {
+    struct ExistingStore {
+        var uuid: UUID
+        var modelJSON: String
+    }
+
+    /// Reads an existing store's identity through a read-only connection and checks it against
+    /// `model`. Returns `nil` for a missing or empty file. Writes nothing.
+    static func probe(path: String, model: Model) throws -> ExistingStore? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              let size = attributes[.size] as? Int, size > 0 else { return nil }
+        var configuration = Connection.Configuration()
+        configuration.readOnly = true
+        do {
+            let probe = try Connection(path: path, configuration: configuration)
+            defer { probe.close() }
+            let tables = try probe.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+            var names = Set<String>()
+            try tables.forEachRow { names.insert($0.string(at: 0)) }
+            if names.isEmpty { return nil }
+            guard names.contains("strata_meta"), names.contains("strata_entity") else {
+                throw StoreError.notAStrataStore(path: path)
+            }
+            let meta = try probe.prepare("SELECT store_uuid, format_version, model_version, model_hash, model_json FROM strata_meta WHERE id = 1")
+            guard try meta.step(), let uuid = UUID(uuidString: meta.string(at: 0)) else {
+                throw StoreError.notAStrataStore(path: path)
+            }
+            let format = Int(meta.int64(at: 1))
+            guard format <= formatVersion else {
+                throw StoreError.unsupportedFormat(path: path, found: format, supported: formatVersion)
+            }
+            let storeHash = meta.string(at: 3)
+            guard storeHash == model.versionHash else {
+                throw StoreError.modelMismatch(path: path, storeVersion: meta.string(at: 2), storeHash: storeHash,
+                                               modelVersion: model.versionIdentifier, modelHash: model.versionHash)
+            }
+            return ExistingStore(uuid: uuid, modelJSON: meta.string(at: 4))
+        } catch let error as SQLiteError {
+            if error.code ~= .SQLITE_NOTADB { throw StoreError.notADatabase(path: path) }
+            throw StoreError.sqlite(error)
+        }
+    }
+
+    /// Creates the schema and metadata of a new store in one transaction.
+    static func create(_ db: Connection, model: Model, uuid: UUID) throws {
+        try db.transaction(.immediate) {
+            try db.execute("""
+                CREATE TABLE strata_meta (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    store_uuid TEXT NOT NULL,
+                    format_version INTEGER NOT NULL,
+                    generation INTEGER NOT NULL,
+                    nonce BLOB NOT NULL,
+                    model_version TEXT NOT NULL,
+                    model_hash TEXT NOT NULL,
+                    model_json TEXT NOT NULL,
+                    created_at REAL NOT NULL)
+                """)
+            try db.execute("""
+                CREATE TABLE strata_entity (
+                    name TEXT PRIMARY KEY,
+                    generation INTEGER NOT NULL,
+                    next_pk INTEGER NOT NULL,
+                    version_hash TEXT NOT NULL) WITHOUT ROWID
+                """)
+            for sql in model.schema.creationSQL { try db.execute(sql) }
+            try db.prepare("INSERT INTO strata_meta VALUES (1, ?, ?, 0, ?, ?, ?, ?, ?)").execute(
+                .text(uuid.uuidString), .integer(Int64(formatVersion)), .blob(randomNonce()),
+                .text(model.versionIdentifier), .text(model.versionHash),
+                .text(String(decoding: model.jsonData(), as: UTF8.self)), .real(Date().timeIntervalSince1970))
+            let insert = try db.prepare("INSERT INTO strata_entity VALUES (?, 0, 1, ?)")
+            for entity in model.entities {
+                try insert.execute(.text(entity.name), .text(model.entityVersionHashes[entity.name] ?? ""))
+            }
+        }
+    }
+
+    static func readMetadata(_ db: Connection) throws -> StoreMetadata {
+        let meta = try db.prepare("SELECT store_uuid, format_version, generation, nonce, model_version, model_hash FROM strata_meta WHERE id = 1")
+        guard try meta.step() else { throw StoreError.notAStrataStore(path: db.path) }
+        var result = StoreMetadata(
+            storeUUID: UUID(uuidString: meta.string(at: 0)) ?? UUID(), formatVersion: Int(meta.int64(at: 1)),
+            generation: meta.int64(at: 2), nonce: meta.data(at: 3), entityGenerations: [:],
+            modelVersion: meta.string(at: 4), modelHash: meta.string(at: 5))
+        meta.reset()
+        try db.prepare("SELECT name, generation FROM strata_entity").forEachRow {
+            result.entityGenerations[$0.string(at: 0)] = $0.int64(at: 1)
+        }
+        return result
+    }
+}

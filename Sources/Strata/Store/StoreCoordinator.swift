@@ -1,0 +1,238 @@
+public import Foundation
+public import StrataSQLite
+
+/// The store coordinator: owns the SQLite connection of one store file and is the only part of
+/// Strata that reads or writes it.
+///
+/// Opening checks that the file is a Strata store made by the same model (by version hash) before
+/// anything writes to it; a new or empty file gets the schema and `strata_meta`. All access to the
+/// connection is serialised by a lock, so contexts on different queues may share one coordinator.
+///
+/// ```swift
+/// let coordinator = try StoreCoordinator(model: model, url: URL(filePath: "/tmp/goods.sqlite"))
+/// let context = coordinator.newContext()
+/// ```
+public final class StoreCoordinator: @unchecked Sendable {
+    // @unchecked because: `connection`, `reservedKeys` and `pendingModelJSON` are touched only
+    // inside `lock.withLock`; everything else is immutable after init.
+
+    /// The store format this Strata writes and reads.
+    public static let formatVersion = 1
+
+    public let model: Model
+    /// The store file, or `nil` for an in-memory store.
+    public let url: URL?
+    public let storeUUID: UUID
+
+    private let lock = NSLock()
+    private let connection: Connection
+    private var reservedKeys: [String: (next: Int64, end: Int64, block: Int64)] = [:]
+    private var refreshModelJSON: Bool
+
+    /// Opens the store at `url`, creating it when the file does not exist or is empty.
+    ///
+    /// - Throws: ``StoreError/modelMismatch(path:storeVersion:storeHash:modelVersion:modelHash:)`` when the
+    ///   store was made by another model (the file is not touched), ``StoreError/notADatabase(path:)``,
+    ///   ``StoreError/notAStrataStore(path:)``, ``StoreError/unsupportedFormat(path:found:supported:)``.
+    public init(model: Model, url: URL, options: StoreOptions = StoreOptions()) throws {
+        self.model = model
+        self.url = url
+        let path = url.path
+        let existing = try StoreCoordinator.probe(path: path, model: model)
+        var configuration = Connection.Configuration()
+        configuration.synchronous = options.synchronous
+        configuration.busyTimeout = options.busyTimeout
+        configuration.cacheSizeKiB = options.cacheSizeKiB
+        configuration.publicStatementArguments = options.publicStatementArguments
+        do {
+            connection = try Connection(path: path, configuration: configuration)
+            if let existing {
+                storeUUID = existing.uuid
+                refreshModelJSON = existing.modelJSON != String(decoding: model.jsonData(), as: UTF8.self)
+            } else {
+                storeUUID = UUID()
+                refreshModelJSON = false
+                try StoreCoordinator.create(connection, model: model, uuid: storeUUID)
+            }
+        } catch let error as SQLiteError {
+            throw StoreError.sqlite(error)
+        }
+    }
+
+    /// Opens a private in-memory store (for tests and scratch work).
+    public init(inMemoryWith model: Model, options: StoreOptions = StoreOptions()) throws {
+        self.model = model
+        url = nil
+        storeUUID = UUID()
+        refreshModelJSON = false
+        var configuration = Connection.Configuration()
+        configuration.publicStatementArguments = options.publicStatementArguments
+        do {
+            connection = try Connection.inMemory(configuration: configuration)
+            try StoreCoordinator.create(connection, model: model, uuid: storeUUID)
+        } catch let error as SQLiteError {
+            throw StoreError.sqlite(error)
+        }
+    }
+
+    /// A new root context that saves straight to this store.
+    public func newContext(name: String? = nil) -> ManagedObjectContext {
+        ManagedObjectContext(coordinator: self, name: name)
+    }
+
+    /// Closes the connection. Using the coordinator afterwards is a programmer error.
+    public func close() { lock.withLock { connection.close() } }
+
+    // MARK: Diagnostics
+
+    /// How many times each SQL text was prepared and executed (Core Data's SQLDebug, countable).
+    public var statistics: StatementStatistics { lock.withLock { connection.statistics } }
+    public func resetStatistics() { lock.withLock { connection.resetStatistics() } }
+    /// Called with every statement's SQL as it starts.
+    public func setTrace(_ trace: (@Sendable (String) -> Void)?) { lock.withLock { connection.trace = trace } }
+
+    /// Reads the store's metadata in one read transaction.
+    public func metadata() throws -> StoreMetadata {
+        try withConnection { db in
+            try db.transaction(.deferred) { try StoreCoordinator.readMetadata(db) }
+        }
+    }
+
+    /// Runs SQL access under the coordinator's lock, turning SQLite errors into ``StoreError/sqlite(_:)``.
+    func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
+        try lock.withLock {
+            precondition(!connection.isClosed, "StoreCoordinator used after close(): open a new coordinator.")
+            do { return try body(connection) } catch let error as SQLiteError { throw StoreError.sqlite(error) }
+        }
+    }
+
+    // MARK: URIs
+
+    /// The URI of an object of this store: `strata://<store-uuid>/<Entity>/<pk>`.
+    public func uri(for id: ObjectID) -> URL { id.uriRepresentation(storeUUID: storeUUID) }
+
+    /// The object ID a URI names.
+    /// - Throws: ``StoreError/uriOfAnotherStore(uri:storeUUID:)``, ``StoreError/malformedURI(_:)``,
+    ///   ``ObjectError/unknownEntity(_:)``.
+    public func objectID(forURI uri: URL) throws -> ObjectID {
+        let parts = uri.path.split(separator: "/").map(String.init)
+        guard uri.scheme == "strata", let host = uri.host, let uuid = UUID(uuidString: host),
+              parts.count == 2, let key = Int64(parts[1]), key > 0 else {
+            throw StoreError.malformedURI(uri.absoluteString)
+        }
+        guard uuid == storeUUID else { throw StoreError.uriOfAnotherStore(uri: uri.absoluteString, storeUUID: storeUUID) }
+        guard model.schema.infos[parts[0]] != nil else { throw ObjectError.unknownEntity(parts[0]) }
+        return ObjectID(entityName: parts[0], primaryKey: key)
+    }
+
+    // MARK: Primary keys
+
+    /// Reserves a permanent primary key for a new object of `entity`.
+    ///
+    /// Keys come from per-entity blocks reserved in `strata_entity.next_pk` by a small write
+    /// transaction (blocks grow from 64 to 65,536 keys as an entity keeps inserting). That write
+    /// changes no row a fetch can see, so it does not bump the generation. Keys of a block left
+    /// unused when the process ends are skipped, never reused.
+    func reservePrimaryKey(for entity: String) throws -> Int64 {
+        try withConnection { db in
+            if let range = reservedKeys[entity], range.next < range.end {
+                reservedKeys[entity] = (range.next + 1, range.end, range.block)
+                return range.next
+            }
+            let block = min((reservedKeys[entity]?.block ?? 32) * 2, 65_536)
+            let table = quoted(entity)
+            let first: Int64 = try db.transaction(.immediate) {
+                let select = try db.cachedStatement(
+                    "SELECT max(next_pk, coalesce((SELECT max(\(quoted(primaryKeyColumn))) FROM \(table)), 0) + 1) FROM strata_entity WHERE name = ?")
+                try select.bind(entity, at: 1)
+                guard try select.step() else { throw ObjectError.unknownEntity(entity) }
+                let first = select.int64(at: 0)
+                select.reset()
+                let update = try db.cachedStatement("UPDATE strata_entity SET next_pk = ? WHERE name = ?")
+                try update.execute(.integer(first + block), .text(entity))
+                return first
+            }
+            reservedKeys[entity] = (first + 1, first + block, block)
+            return first
+        }
+    }
+
+    // MARK: Commit
+
+    /// Writes `changes` in one `BEGIN IMMEDIATE … COMMIT`: rows, join rows, the generation bump
+    /// with a fresh nonce, and the generations of the touched entities. Nothing is written when
+    /// any statement fails.
+    func commit(_ changes: StoreChanges) throws -> CommitResult {
+        precondition(!changes.isEmpty, "commit called with nothing to write")
+        return try withConnection { db in
+            try db.transaction(.immediate) {
+                for (info, key) in changes.deleted {
+                    try db.cachedStatement(info.deleteSQL).execute(.integer(key))
+                }
+                for (table, column, key) in changes.joinRowsOfDeleted {
+                    try db.cachedStatement("DELETE FROM \(table) WHERE \(column) = ?").execute(.integer(key))
+                }
+                for (info, key, row) in changes.inserted {
+                    let statement = try db.cachedStatement(info.insertSQL)
+                    try statement.bind(key, at: 1)
+                    try row.bind(to: statement, from: 2)
+                    try statement.execute()
+                }
+                for (info, key, row) in changes.updated where !info.updateSQL.isEmpty {
+                    let statement = try db.cachedStatement(info.updateSQL)
+                    try row.bind(to: statement, from: 1)
+                    try statement.bind(key, at: Int32(info.columns.count + 1))
+                    try statement.execute()
+                }
+                for (table, a, b) in changes.joinDeletes {
+                    try db.cachedStatement("DELETE FROM \(table) WHERE \"a\" = ? AND \"b\" = ?").execute(.integer(a), .integer(b))
+                }
+                for (table, a, b) in changes.joinInserts {
+                    try db.cachedStatement("INSERT OR IGNORE INTO \(table) (\"a\", \"b\") VALUES (?, ?)").execute(.integer(a), .integer(b))
+                }
+                let nonce = StoreCoordinator.randomNonce()
+                let bump = try db.cachedStatement(
+                    "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation")
+                try bump.bind(nonce, at: 1)
+                guard try bump.step() else { throw StoreError.notAStrataStore(path: db.path) }
+                let generation = bump.int64(at: 0)
+                while try bump.step() {}
+                for entity in changes.touchedEntities.sorted() {
+                    try db.cachedStatement("UPDATE strata_entity SET generation = ? WHERE name = ?")
+                        .execute(.integer(generation), .text(entity))
+                }
+                if refreshModelJSON {
+                    // Same hash, newer defaults or validation rules: keep the stored model current.
+                    try db.cachedStatement("UPDATE strata_meta SET model_version = ?, model_json = ? WHERE id = 1")
+                        .execute(.text(model.versionIdentifier), .text(String(decoding: model.jsonData(), as: UTF8.self)))
+                }
+                return CommitResult(generation: generation, nonce: nonce, touchedEntities: changes.touchedEntities)
+            }
+        }.also { _ in lock.withLock { refreshModelJSON = false } }
+    }
+
+    static func randomNonce() -> Data {
+        var generator = SystemRandomNumberGenerator()
+        return Data((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+}
+
+extension CommitResult {
+    func also(_ body: (CommitResult) -> Void) -> CommitResult { body(self); return self }
+}
+
+/// Everything one save writes.
+struct StoreChanges {
+    var inserted: [(EntityInfo, Int64, RowSnapshot)] = []
+    var updated: [(EntityInfo, Int64, RowSnapshot)] = []
+    var deleted: [(EntityInfo, Int64)] = []
+    /// (join table, column, key): every join row of a deleted object.
+    var joinRowsOfDeleted: [(String, String, Int64)] = []
+    var joinInserts: [(String, Int64, Int64)] = []
+    var joinDeletes: [(String, Int64, Int64)] = []
+    var touchedEntities: Set<String> = []
+
+    var isEmpty: Bool {
+        inserted.isEmpty && updated.isEmpty && deleted.isEmpty && joinInserts.isEmpty && joinDeletes.isEmpty
+    }
+}

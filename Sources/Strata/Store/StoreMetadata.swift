@@ -1,0 +1,42 @@
+public import Foundation
+public import StrataSQLite
+
+/// What `strata_meta` records about a store, read in one snapshot.
+public struct StoreMetadata: Sendable, Equatable {
+    /// Random at creation. A store file replaced by another gets another UUID.
+    public var storeUUID: UUID
+    /// The store file format version (``StoreCoordinator/formatVersion``).
+    public var formatVersion: Int
+    /// Bumped by exactly 1 in the same transaction as every data write.
+    public var generation: Int64
+    /// 16 random bytes set by every commit, together with the generation: a commit lost to power
+    /// failure followed by another commit reuses the generation but not the nonce.
+    public var nonce: Data
+    /// Per entity: the store generation of the last commit that wrote the entity's rows
+    /// (0 until its first write). It changes only when that entity is touched.
+    public var entityGenerations: [String: Int64]
+    public var modelVersion: String
+    public var modelHash: String
+}
+
+/// What one commit wrote.
+public struct CommitResult: Sendable, Equatable {
+    public var generation: Int64
+    public var nonce: Data
+    /// The entities whose rows the commit wrote.
+    public var touchedEntities: Set<String>
+}
+
+/// How a store is opened.
+public struct StoreOptions: Sendable {
+    /// SQLite `synchronous` (default NORMAL: WAL commits survive process crashes).
+    public var synchronous: StrataSQLiteSynchronous = .normal
+    public var busyTimeout: Duration = .seconds(5)
+    /// Page cache size for the store connection in KiB; `nil` keeps SQLite's 2 MiB.
+    public var cacheSizeKiB: Int? = nil
+    /// Let SQL errors print statement arguments (off: arguments are user data).
+    public var publicStatementArguments = false
+    public init() {}
+}
+
+public typealias StrataSQLiteSynchronous = StrataSQLite.Connection.Configuration.Synchronous

@@ -1,0 +1,81 @@
+public import Foundation
+public import StrataSQLite
+
+/// A problem with a store file: opening, reading, writing.
+public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The store was created by a different model. Nothing was written.
+    case modelMismatch(path: String, storeVersion: String, storeHash: String, modelVersion: String, modelHash: String)
+    /// The file is not an SQLite database.
+    case notADatabase(path: String)
+    /// The file is an SQLite database without Strata's metadata.
+    case notAStrataStore(path: String)
+    /// The store was written by a newer Strata.
+    case unsupportedFormat(path: String, found: Int, supported: Int)
+    /// A URI that does not name an object of this store.
+    case uriOfAnotherStore(uri: String, storeUUID: UUID)
+    case malformedURI(String)
+    /// SQLite failed; the underlying error carries the SQL.
+    case sqlite(SQLiteError)
+
+    public var description: String {
+        switch self {
+        case let .modelMismatch(path, storeVersion, storeHash, modelVersion, modelHash):
+            "store \(path) was created by model version \(storeVersion) (hash \(storeHash.prefix(12))…), "
+                + "not by model version \(modelVersion) (hash \(modelHash.prefix(12))…); open it with its own model or migrate it. The file was not touched."
+        case .notADatabase(let path): "\(path) is not an SQLite database"
+        case .notAStrataStore(let path): "\(path) is an SQLite database but not a Strata store (no strata_meta table)"
+        case let .unsupportedFormat(path, found, supported): "store \(path) has format version \(found); this Strata reads up to \(supported)"
+        case let .uriOfAnotherStore(uri, uuid): "\(uri) names an object of another store (this store is \(uuid.uuidString))"
+        case .malformedURI(let uri): "\(uri) is not a strata://<store-uuid>/<Entity>/<pk> URI"
+        case .sqlite(let error): error.description
+        }
+    }
+
+    public static func == (lhs: StoreError, rhs: StoreError) -> Bool { lhs.description == rhs.description }
+}
+
+/// A wrong key, a wrong value or a missing object: what comes from a caller's data, not a bug.
+public enum ObjectError: Error, Sendable, CustomStringConvertible, Equatable {
+    case unknownEntity(String)
+    case unknownKey(entity: String, key: String)
+    /// `expected` is the attribute type or destination entity; `actual` describes the value given.
+    case wrongType(entity: String, key: String, expected: String, actual: String)
+    case invalidValue(entity: String, key: String, reason: String)
+    /// The object does not exist in the store (or was deleted).
+    case objectNotFound(ObjectID)
+    /// A relationship was given an object that lives in another context.
+    case objectInAnotherContext(entity: String, key: String)
+
+    public var description: String {
+        switch self {
+        case .unknownEntity(let name): "the model has no entity named '\(name)'"
+        case let .unknownKey(entity, key): "entity \(entity) has no property '\(key)'"
+        case let .wrongType(entity, key, expected, actual): "\(entity).\(key) takes \(expected), not \(actual)"
+        case let .invalidValue(entity, key, reason): "\(entity).\(key): \(reason)"
+        case .objectNotFound(let id): "object \(id) does not exist in the store"
+        case let .objectInAnotherContext(entity, key):
+            "\(entity).\(key) was given an object from another context; use context.object(with: object.objectID)"
+        }
+    }
+}
+
+/// One broken rule found by validation.
+public struct ValidationFailure: Sendable, Equatable, CustomStringConvertible {
+    public enum Rule: String, Sendable {
+        case required, type, minValue, maxValue, minLength, maxLength, regex, deny, notANumber
+    }
+    public var objectID: ObjectID
+    public var key: String
+    public var rule: Rule
+    public var message: String
+
+    public var description: String { "\(objectID) \(key): \(rule.rawValue) — \(message)" }
+}
+
+/// A save refused before anything was written. Every context and the store are as they were.
+public struct ValidationError: Error, Sendable, CustomStringConvertible, Equatable {
+    public var failures: [ValidationFailure]
+    public var description: String {
+        "save refused, \(failures.count) validation failure(s):\n" + failures.map { "  " + $0.description }.joined(separator: "\n")
+    }
+}
