@@ -83,6 +83,10 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// Closes the connection. Using the coordinator afterwards is a programmer error.
     public func close() { lock.withLock { connection.close() } }
 
+    /// Rebuilds the database file (`VACUUM`). Object IDs are primary keys declared
+    /// `INTEGER PRIMARY KEY`, which `VACUUM` keeps, so every ID and URI stays valid.
+    public func vacuum() throws { try withConnection { try $0.execute("VACUUM") } }
+
     // MARK: Diagnostics
 
     /// How many times each SQL text was prepared and executed (Core Data's SQLDebug, countable).

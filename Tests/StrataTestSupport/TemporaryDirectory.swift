@@ -1,0 +1,17 @@
+public import Foundation
+
+/// A fresh folder under the system temp directory, removed when the value is released.
+public final class TemporaryDirectory: Sendable {
+    public let url: URL
+
+    public init(_ label: String = "strata-test") {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(label)-\(UUID().uuidString)", isDirectory: true)
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// A path inside the folder.
+    public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}

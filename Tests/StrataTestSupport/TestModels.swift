@@ -1,0 +1,86 @@
+public import Foundation
+public import Strata
+
+/// Models the tests share.
+public enum TestModels {
+    /// Every attribute type, all optional: `Sample`.
+    public static let allTypes: [Attribute] = [
+        Attribute("i16", .int16), Attribute("i32", .int32), Attribute("i64", .int64),
+        Attribute("dbl", .double), Attribute("flt", .float), Attribute("flag", .bool),
+        Attribute("text", .string), Attribute("when", .date), Attribute("blob", .binary),
+        Attribute("uid", .uuid), Attribute("link", .url), Attribute("amount", .decimal),
+    ]
+
+    /// A company model exercising every relationship kind and delete rule:
+    /// - Company.departments ↔︎ Department.company: one-to-many, **deny** (a company with departments can't be deleted)
+    /// - Department.employees ↔︎ Employee.department: one-to-many, **cascade**
+    /// - Employee.badge ↔︎ Badge.owner: one-to-one, cascade from the employee, nullify from the badge
+    /// - Employee.projects ↔︎ Project.members: many-to-many, nullify both ways
+    /// - Desk.occupants ↔︎ Employee.desk: one-to-many, **noAction** from the desk
+    public static func company(version: String = "1") -> Model {
+        try! Model(version: version, entities: [
+            Entity("Sample", attributes: allTypes),
+            Entity("Company",
+                   attributes: [Attribute("name", .string, isOptional: false)],
+                   relationships: [Relationship("departments", .toMany, to: "Department", inverse: "company", deleteRule: .deny)]),
+            Entity("Department",
+                   attributes: [Attribute("name", .string, isOptional: false, maxLength: 20)],
+                   relationships: [
+                       Relationship("company", .toOne, to: "Company", inverse: "departments"),
+                       Relationship("employees", .toMany, to: "Employee", inverse: "department", deleteRule: .cascade),
+                   ]),
+            Entity("Employee",
+                   attributes: [
+                       Attribute("name", .string, isOptional: false, minLength: 1, maxLength: 40),
+                       Attribute("email", .string, regex: "[a-z.]+@[a-z]+\\.[a-z]+"),
+                       Attribute("age", .int16, defaultValue: .int16(30), minValue: 16, maxValue: 99),
+                       Attribute("height", .double, defaultValue: .double(170)),
+                   ],
+                   relationships: [
+                       Relationship("department", .toOne, to: "Department", inverse: "employees"),
+                       Relationship("badge", .toOne, to: "Badge", inverse: "owner", deleteRule: .cascade),
+                       Relationship("projects", .toMany, to: "Project", inverse: "members"),
+                       Relationship("desk", .toOne, to: "Desk", inverse: "occupants"),
+                   ]),
+            Entity("Badge",
+                   attributes: [Attribute("code", .string, isOptional: false)],
+                   relationships: [Relationship("owner", .toOne, to: "Employee", inverse: "badge")]),
+            Entity("Project",
+                   attributes: [Attribute("title", .string, isOptional: false)],
+                   relationships: [Relationship("members", .toMany, to: "Employee", inverse: "projects")]),
+            Entity("Desk",
+                   attributes: [Attribute("number", .int32, isOptional: false)],
+                   relationships: [Relationship("occupants", .toMany, to: "Employee", inverse: "desk", deleteRule: .noAction)]),
+            Entity("Item",
+                   attributes: [
+                       Attribute("name", .string, isOptional: false),
+                       Attribute("category", .int64, isOptional: false),
+                       Attribute("score", .double),
+                   ],
+                   compoundIndexes: [["category", "name"]]),
+        ])
+    }
+}
+
+/// A store in a temporary folder with one root context.
+public final class TestStore: Sendable {
+    public let directory: TemporaryDirectory
+    public let url: URL
+    public let coordinator: StoreCoordinator
+    public let context: ManagedObjectContext
+
+    public init(model: Model = TestModels.company(), directory: TemporaryDirectory = TemporaryDirectory()) throws {
+        self.directory = directory
+        url = directory.file("store.sqlite")
+        coordinator = try StoreCoordinator(model: model, url: url)
+        context = coordinator.newContext(name: "test")
+    }
+
+    /// Closes this store's connection and opens the file again with `model`.
+    public func reopened(model: Model = TestModels.company()) throws -> TestStore {
+        coordinator.close()
+        return try TestStore(model: model, directory: directory)
+    }
+
+    public var generation: Int64 { try! coordinator.metadata().generation }
+}
