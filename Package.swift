@@ -36,7 +36,6 @@ let package = Package(
         .target(
             name: "Strata",
             dependencies: ["StrataSQLite", "CZlib"],
-            exclude: ["Strata.docc"],
             swiftSettings: strictSettings
         ),
         .executableTarget(

@@ -20,7 +20,7 @@ public struct SortKey: Sendable, Hashable, CustomStringConvertible {
 /// What to fetch: an entity, its order, and a window.
 ///
 /// ```swift
-/// var request = FetchRequest(entityName: "Good", sortKeys: [.ascending("category"), .ascending("name")])
+/// var request = FetchRequest(entityName: "Good", sortKeys: [.ascending("name"), .descending("number")])
 /// request.fetchLimit = 20
 /// let goods = try context.fetch(request)
 /// ```

@@ -21,7 +21,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
         switch self {
         case let .modelMismatch(path, storeVersion, storeHash, modelVersion, modelHash):
             "store \(path) was created by model version \(storeVersion) (hash \(storeHash.prefix(12))…), "
-                + "not by model version \(modelVersion) (hash \(modelHash.prefix(12))…); open it with its own model or migrate it. The file was not touched."
+                + "not by model version \(modelVersion) (hash \(modelHash.prefix(12))…); open it with the model that created it. The file was not touched."
         case .notADatabase(let path): "\(path) is not an SQLite database"
         case .notAStrataStore(let path): "\(path) is an SQLite database but not a Strata store (no strata_meta table)"
         case let .unsupportedFormat(path, found, supported): "store \(path) has format version \(found); this Strata reads up to \(supported)"
@@ -62,7 +62,7 @@ public enum ObjectError: Error, Sendable, CustomStringConvertible, Equatable {
 /// One broken rule found by validation.
 public struct ValidationFailure: Sendable, Equatable, CustomStringConvertible {
     public enum Rule: String, Sendable {
-        case required, type, minValue, maxValue, minLength, maxLength, regex, deny, notANumber
+        case required, minValue, maxValue, minLength, maxLength, regex, deny
     }
     public var objectID: ObjectID
     public var key: String
