@@ -131,6 +131,7 @@ public final class Connection {
     public func cachedStatement(_ sql: String) throws -> Statement {
         if let statement = statementCache[sql] {
             statement.reset()
+            statement.clearBindings()
             return statement
         }
         let statement = try prepare(sql)
@@ -150,8 +151,10 @@ public final class Connection {
                 if let tail { consumed = start.distance(to: tail) }
                 return code
             }
-            let text = String(remaining.utf8.prefix(consumed)) ?? remaining
-            guard code == SQLITE_OK else { throw error(code: code, sql: text) }
+            // On a syntax error SQLite's tail stops at the bad token: report the rest of the script.
+            guard code == SQLITE_OK else { throw error(code: code, sql: remaining) }
+            var text = (String(remaining.utf8.prefix(consumed)) ?? remaining).trimmingCharacters(in: .whitespacesAndNewlines)
+            if text.hasSuffix(";") { text.removeLast() }
             remaining = String(remaining.utf8.dropFirst(consumed))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
             guard let statementHandle else { continue } // comment or whitespace only

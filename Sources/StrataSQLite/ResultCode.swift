@@ -7,7 +7,7 @@ internal import CSQLite
 ///
 /// ```swift
 /// do { try statement.execute() }
-/// catch let error as SQLiteError where error.code ~= .SQLITE_CONSTRAINT { … }
+/// catch let error as SQLiteError where .SQLITE_CONSTRAINT ~= error.code { … }
 /// ```
 public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: Int32

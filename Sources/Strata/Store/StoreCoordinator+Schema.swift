@@ -39,7 +39,7 @@ extension StoreCoordinator {
             }
             return ExistingStore(uuid: uuid, modelJSON: meta.string(at: 4))
         } catch let error as SQLiteError {
-            if error.code ~= .SQLITE_NOTADB { throw StoreError.notADatabase(path: path) }
+            if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path) }
             throw StoreError.sqlite(error)
         }
     }

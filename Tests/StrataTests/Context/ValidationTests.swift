@@ -70,7 +70,7 @@ import StrataSQLite
                 try context.save()
                 Issue.record("save should have failed while the store is locked")
             } catch StoreError.sqlite(let error) {
-                #expect(error.code ~= .SQLITE_BUSY)
+                #expect(.SQLITE_BUSY ~= error.code)
             }
             try blocker.execute("ROLLBACK")
             #expect(context.hasChanges)
