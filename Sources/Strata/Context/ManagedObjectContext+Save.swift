@@ -142,21 +142,3 @@ extension ManagedObjectContext {
         return failures
     }
 }
-
-/// Compiled validation expressions, shared by every context.
-enum RegexCache {
-    private static let cache = Mutex<[String: NSRegularExpression]>([:])
-
-    /// Whether the whole of `text` matches `pattern` (patterns are checked when the model is built).
-    static func matches(_ pattern: String, _ text: String) -> Bool {
-        let expression = cache.withLock { cache -> NSRegularExpression? in
-            if let expression = cache[pattern] { return expression }
-            let expression = try? NSRegularExpression(pattern: "^(?:\(pattern))$")
-            cache[pattern] = expression
-            return expression
-        }
-        guard let expression else { return false }
-        return expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
-    }
-}
-internal import Synchronization

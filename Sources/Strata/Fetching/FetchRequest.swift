@@ -1,31 +1,53 @@
-/// A sort key: an attribute and a direction. (Not `SortDescriptor`: Foundation has one.)
+/// A sort key: an attribute, or a key path through to-one relationships to one
+/// (`department.name`), a direction and a comparison. (Not `SortDescriptor`: Foundation has one.)
 ///
 /// Ordering matches SQLite's: `nil` first when ascending, strings by their UTF-8 bytes, numbers
 /// numerically; ties are broken by primary key so results are deterministic.
 public struct SortKey: Sendable, Hashable, CustomStringConvertible {
-    public var key: String
-    public var ascending: Bool
-
-    public init(_ key: String, ascending: Bool = true) {
-        self.key = key
-        self.ascending = ascending
+    /// How strings compare.
+    public enum Comparison: String, Sendable, Hashable {
+        /// By Unicode scalars (SQLite's BINARY collation): `B` before `a`.
+        case binary
+        /// After Unicode lowercasing, as `[c]` in a condition: `a`, `B`, `é`.
+        case caseInsensitive
+        /// Case-insensitive with numbers compared by value ("file2" before "file10"), as Finder sorts.
+        case localized
     }
 
-    public static func ascending(_ key: String) -> SortKey { SortKey(key, ascending: true) }
-    public static func descending(_ key: String) -> SortKey { SortKey(key, ascending: false) }
+    public var key: String
+    public var ascending: Bool
+    public var comparison: Comparison
 
-    public var description: String { "\(key) \(ascending ? "ASC" : "DESC")" }
+    public init(_ key: String, ascending: Bool = true, comparison: Comparison = .binary) {
+        self.key = key
+        self.ascending = ascending
+        self.comparison = comparison
+    }
+
+    public static func ascending(_ key: String, comparison: Comparison = .binary) -> SortKey {
+        SortKey(key, ascending: true, comparison: comparison)
+    }
+    public static func descending(_ key: String, comparison: Comparison = .binary) -> SortKey {
+        SortKey(key, ascending: false, comparison: comparison)
+    }
+
+    public var description: String {
+        "\(key) \(ascending ? "ASC" : "DESC")" + (comparison == .binary ? "" : " \(comparison.rawValue)")
+    }
 }
 
 /// What to fetch: an entity, its order, and a window.
 ///
 /// ```swift
-/// var request = FetchRequest(entityName: "Good", sortKeys: [.ascending("name"), .descending("number")])
+/// var request = FetchRequest(entityName: "Good", predicate: try Condition("category.name == %@", "Fruit"),
+///                            sortKeys: [.ascending("name", comparison: .caseInsensitive)])
 /// request.fetchLimit = 20
 /// let goods = try context.fetch(request)
 /// ```
 public struct FetchRequest: Sendable, Hashable {
     public var entityName: String
+    /// Which objects: `nil` for all.
+    public var predicate: Condition?
     public var sortKeys: [SortKey]
     /// At most this many results; `nil` for all.
     public var fetchLimit: Int?
@@ -34,9 +56,10 @@ public struct FetchRequest: Sendable, Hashable {
     /// Whether unsaved inserts, changes and deletions of the context count (default true, as in Core Data).
     public var includesPendingChanges: Bool
 
-    public init(entityName: String, sortKeys: [SortKey] = [], fetchLimit: Int? = nil, fetchOffset: Int = 0,
-                includesPendingChanges: Bool = true) {
+    public init(entityName: String, predicate: Condition? = nil, sortKeys: [SortKey] = [], fetchLimit: Int? = nil,
+                fetchOffset: Int = 0, includesPendingChanges: Bool = true) {
         self.entityName = entityName
+        self.predicate = predicate
         self.sortKeys = sortKeys
         self.fetchLimit = fetchLimit
         self.fetchOffset = fetchOffset

@@ -11,10 +11,12 @@ extension ManagedObjectContext {
         assertOnQueue()
         let plan = try FetchPlan(request, schema: schema)
         if hasPendingChanges(for: plan) { return try fetchMergingPendingChanges(plan) }
-        let sql = plan.info.selectSQL + plan.orderAndWindowSQL
+        let sql = plan.selectSQL(plan.columnList)
         return try coordinator.withConnection { db in
             var rows: [(Int64, RowSnapshot)] = []
-            try db.cachedStatement(sql).forEachRow { rows.append(($0.int64(at: 0), RowSnapshot(statement: $0, info: plan.info))) }
+            let statement = try db.cachedStatement(sql)
+            try statement.bind(plan.arguments)
+            try statement.forEachRow { rows.append(($0.int64(at: 0), RowSnapshot(statement: $0, info: plan.info))) }
             return rows
         }.map { register(plan.info, $0.0, $0.1) }
     }
@@ -34,11 +36,13 @@ extension ManagedObjectContext {
         assertOnQueue()
         let plan = try FetchPlan(request, schema: schema)
         if hasPendingChanges(for: plan) { return try fetchMergingPendingChanges(plan).map(\.objectID) }
-        let sql = "SELECT \(quoted(primaryKeyColumn)) FROM \(plan.info.table)" + plan.orderAndWindowSQL
+        let sql = plan.selectSQL("t0.\(quoted(primaryKeyColumn))")
         let name = plan.info.name
         return try coordinator.withConnection { db in
             var ids: [ObjectID] = []
-            try db.cachedStatement(sql).forEachRow { ids.append(ObjectID(entityName: name, primaryKey: $0.int64(at: 0))) }
+            let statement = try db.cachedStatement(sql)
+            try statement.bind(plan.arguments)
+            try statement.forEachRow { ids.append(ObjectID(entityName: name, primaryKey: $0.int64(at: 0))) }
             return ids
         }
     }
@@ -49,7 +53,8 @@ extension ManagedObjectContext {
         let plan = try FetchPlan(request, schema: schema)
         if hasPendingChanges(for: plan) { return try fetchMergingPendingChanges(plan).count }
         let total: Int = try coordinator.withConnection { db in
-            let statement = try db.cachedStatement("SELECT count(*) FROM \(plan.info.table)")
+            let statement = try db.cachedStatement("SELECT count(*) FROM \(plan.info.table) AS t0" + plan.whereSQL)
+            try statement.bind(plan.arguments)
             defer { statement.reset() }
             _ = try statement.step()
             return Int(statement.int64(at: 0))
@@ -60,17 +65,15 @@ extension ManagedObjectContext {
 
     private func hasPendingChanges(for plan: FetchPlan) -> Bool {
         guard plan.request.includesPendingChanges else { return false }
-        let name = plan.info.name
-        return inserted.keys.contains { $0.entityName == name }
-            || deleted.keys.contains { $0.entityName == name }
-            || updated.keys.contains { $0.entityName == name }
+        let names = plan.entities
+        return inserted.keys.contains { names.contains($0.entityName) }
+            || deleted.keys.contains { names.contains($0.entityName) }
+            || updated.keys.contains { names.contains($0.entityName) }
     }
 
-    /// Store rows merged with this context's pending changes, sorted in memory by the same rules as SQL.
+    /// Store rows merged with this context's pending changes, filtered and sorted in memory by the
+    /// same rules as SQL.
     private func fetchMergingPendingChanges(_ plan: FetchPlan) throws -> [ManagedObject] {
-        var unwindowed = plan
-        unwindowed.request.fetchLimit = nil
-        unwindowed.request.fetchOffset = 0
         let sql = plan.info.selectSQL + " ORDER BY \(quoted(primaryKeyColumn))"
         let rows: [(Int64, RowSnapshot)] = try coordinator.withConnection { db in
             var rows: [(Int64, RowSnapshot)] = []
@@ -79,19 +82,26 @@ extension ManagedObjectContext {
         }
         var objects = rows.map { register(plan.info, $0.0, $0.1) }.filter { $0.state != .deleted && $0.state != .invalid }
         objects += inserted.values.filter { $0.info === plan.info }
-        objects.sort { plan.orderedBefore($0, $1) }
+        objects = try objects.filter { try plan.matches($0, in: self) }
+        try objects.sort { try plan.orderedBefore($0, $1, in: self) }
         let start = min(plan.request.fetchOffset, objects.count)
         let end = plan.request.fetchLimit.map { min(start + $0, objects.count) } ?? objects.count
         return Array(objects[start..<end])
     }
 }
 
-/// A fetch request checked against the model: entity and sort keys resolved.
+/// A fetch request checked against the model: entity, predicate and sort keys resolved, SQL built.
 struct FetchPlan {
     var request: FetchRequest
     let info: EntityInfo
-    /// (attribute index, ascending) per sort key.
-    let sortSlots: [(index: Int, ascending: Bool, type: AttributeType)]
+    let condition: BoundCondition?
+    let sortPaths: [(path: BoundPath, key: SortKey)]
+    /// Every entity the request reads: pending changes to any of them mean SQL alone can't answer.
+    let entities: Set<String>
+    /// ` WHERE …` (or empty), with its arguments, then ` ORDER BY …`.
+    let whereSQL: String
+    let orderSQL: String
+    let arguments: [SQLiteValue]
 
     init(_ request: FetchRequest, schema: Schema) throws {
         guard let info = schema.infos[request.entityName] else { throw ObjectError.unknownEntity(request.entityName) }
@@ -99,79 +109,96 @@ struct FetchPlan {
                      "FetchRequest fetchLimit and fetchOffset must not be negative.")
         self.request = request
         self.info = info
-        sortSlots = try request.sortKeys.map { key in
-            switch info.slots[key.key] {
-            case .attribute(let index): return (index, key.ascending, info.attributes[index].type)
-            case .toOne, .toMany:
-                throw ObjectError.invalidValue(entity: info.name, key: key.key, reason: "sorting by a relationship is not supported; sort by an attribute")
+        var entities: Set<String> = [info.name]
+        if let predicate = request.predicate {
+            var binder = ConditionBinder(schema: schema, root: info, condition: predicate)
+            condition = try binder.bind(predicate)
+            entities.formUnion(binder.entities)
+        } else {
+            condition = nil
+        }
+        sortPaths = try request.sortKeys.map { key in
+            let (path, reached) = try FetchPlan.sortPath(key.key, schema: schema, root: info)
+            entities.formUnion(reached)
+            return (path, key)
+        }
+        self.entities = entities
+        var sql = ConditionSQL()
+        whereSQL = condition.map { " WHERE " + sql.condition($0, alias: "t0") } ?? ""
+        let terms = sortPaths.map { sort -> String in
+            var expression = sql.path(sort.path, alias: "t0")
+            switch sort.key.comparison {
+            case .binary: break
+            case .caseInsensitive: expression = "strata_fold(\(expression), \(Comparison.Options.caseInsensitive.rawValue))"
+            case .localized: expression += " COLLATE strata_localized"
+            }
+            return "\(expression) \(sort.key.ascending ? "ASC" : "DESC")"
+        } + ["t0.\(quoted(primaryKeyColumn)) ASC"]
+        orderSQL = " ORDER BY " + terms.joined(separator: ", ")
+        arguments = sql.arguments
+    }
+
+    /// A sort key path: to-one hops ending at an attribute.
+    static func sortPath(_ key: String, schema: Schema, root: EntityInfo) throws -> (BoundPath, Set<String>) {
+        var current = root
+        var hops: [ToOneHop] = []
+        var reached: Set<String> = []
+        let segments = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        for (offset, segment) in segments.enumerated() {
+            switch current.slots[segment] {
+            case .attribute(let index)? where offset == segments.count - 1:
+                return (BoundPath(hops: hops, terminal: .attribute(current, index)), reached)
+            case .toOne(let index)? where offset < segments.count - 1:
+                let destination = schema.infos[current.toOnes[index].destination]!
+                hops.append(ToOneHop(owner: current, index: index, destination: destination))
+                reached.insert(destination.name)
+                current = destination
             case nil:
-                throw ObjectError.unknownKey(entity: info.name, key: key.key)
+                throw ObjectError.unknownKey(entity: current.name, key: segment)
+            default:
+                throw ObjectError.invalidValue(entity: current.name, key: segment,
+                    reason: "a sort key must be an attribute or a key path through to-one relationships to one (\(key))")
             }
         }
+        throw ObjectError.unknownKey(entity: root.name, key: key)
     }
 
-    var orderAndWindowSQL: String {
-        let terms = sortSlots.map { slot -> String in
-            let column = quoted(info.attributes[slot.index].name)
-            let expression = slot.type == .decimal ? "CAST(\(column) AS REAL)" : column
-            return "\(expression) \(slot.ascending ? "ASC" : "DESC")"
-        } + ["\(quoted(primaryKeyColumn)) ASC"]
-        var sql = " ORDER BY " + terms.joined(separator: ", ")
-        if request.fetchLimit != nil || request.fetchOffset > 0 {
-            sql += " LIMIT \(request.fetchLimit ?? -1) OFFSET \(request.fetchOffset)"
-        }
-        return sql
+    var windowSQL: String {
+        guard request.fetchLimit != nil || request.fetchOffset > 0 else { return "" }
+        return " LIMIT \(request.fetchLimit ?? -1) OFFSET \(request.fetchOffset)"
     }
 
-    func orderedBefore(_ lhs: ManagedObject, _ rhs: ManagedObject) -> Bool {
-        for slot in sortSlots {
-            let order = SortOrder.compare(lhs.current.attributes[slot.index], rhs.current.attributes[slot.index])
-            if order != 0 { return slot.ascending ? order < 0 : order > 0 }
+    /// The whole SELECT for `columns` (already qualified with t0).
+    func selectSQL(_ columns: String) -> String {
+        "SELECT \(columns) FROM \(info.table) AS t0" + whereSQL + orderSQL + windowSQL
+    }
+
+    var columnList: String {
+        ([primaryKeyColumn] + info.columns).map { "t0.\(quoted($0))" }.joined(separator: ", ")
+    }
+
+    func matches(_ object: ManagedObject, in context: ManagedObjectContext) throws -> Bool {
+        try condition?.evaluate(ObjectSubject(object: object, context: context)) ?? true
+    }
+
+    func orderedBefore(_ lhs: ManagedObject, _ rhs: ManagedObject, in context: ManagedObjectContext) throws -> Bool {
+        for sort in sortPaths {
+            var l = try sort.path.value(ObjectSubject(object: lhs, context: context))
+            var r = try sort.path.value(ObjectSubject(object: rhs, context: context))
+            let order: Int
+            switch sort.key.comparison {
+            case .binary:
+                order = ScalarOrder.compare(l, r)
+            case .caseInsensitive:
+                l = StringMatching.fold(l, .caseInsensitive)
+                r = StringMatching.fold(r, .caseInsensitive)
+                order = ScalarOrder.compare(l, r)
+            case .localized:
+                if case .text(let a) = l, case .text(let b) = r { order = StringMatching.localizedCompare(a, b) }
+                else { order = ScalarOrder.compare(l, r) }
+            }
+            if order != 0 { return sort.key.ascending ? order < 0 : order > 0 }
         }
         return lhs.objectID.primaryKey < rhs.objectID.primaryKey
-    }
-}
-
-/// SQLite's ordering of stored values, reproduced in memory.
-enum SortOrder {
-    /// -1, 0 or 1. `nil` sorts first; strings, URLs and decimals-as-text compare as SQLite does.
-    static func compare(_ lhs: AttributeValue?, _ rhs: AttributeValue?) -> Int {
-        switch (lhs, rhs) {
-        case (nil, nil): return 0
-        case (nil, _): return -1
-        case (_, nil): return 1
-        case let (l?, r?): return compare(l, r)
-        }
-    }
-
-    static func compare(_ lhs: AttributeValue, _ rhs: AttributeValue) -> Int {
-        switch (lhs, rhs) {
-        case let (.int16(a), .int16(b)): return sign(a, b)
-        case let (.int32(a), .int32(b)): return sign(a, b)
-        case let (.int64(a), .int64(b)): return sign(a, b)
-        case let (.bool(a), .bool(b)): return sign(a ? 1 : 0, b ? 1 : 0)
-        case let (.string(a), .string(b)): return bytes(a.utf8, b.utf8)
-        case let (.url(a), .url(b)): return bytes(a.absoluteString.utf8, b.absoluteString.utf8)
-        case let (.binary(a), .binary(b)): return bytes(a, b)
-        case let (.uuid(a), .uuid(b)):
-            return bytes(withUnsafeBytes(of: a.uuid) { Array($0) }, withUnsafeBytes(of: b.uuid) { Array($0) })
-        default:
-            return sign(lhs.numericValue ?? 0, rhs.numericValue ?? 0)
-        }
-    }
-
-    private static func sign<T: Comparable>(_ a: T, _ b: T) -> Int { a < b ? -1 : (a == b ? 0 : 1) }
-
-    /// memcmp order, then shorter first: SQLite's BINARY collation.
-    private static func bytes<A: Sequence<UInt8>, B: Sequence<UInt8>>(_ a: A, _ b: B) -> Int {
-        var left = a.makeIterator(), right = b.makeIterator()
-        while true {
-            switch (left.next(), right.next()) {
-            case (nil, nil): return 0
-            case (nil, _): return -1
-            case (_, nil): return 1
-            case let (x?, y?): if x != y { return x < y ? -1 : 1 }
-            }
-        }
     }
 }

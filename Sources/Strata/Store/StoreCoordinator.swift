@@ -46,6 +46,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         configuration.publicStatementArguments = options.publicStatementArguments
         do {
             connection = try Connection(path: path, configuration: configuration)
+            try StringMatching.register(on: connection)
             if let existing {
                 storeUUID = existing.uuid
                 refreshModelJSON = existing.modelJSON != String(decoding: model.jsonData(), as: UTF8.self)
@@ -69,6 +70,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         configuration.publicStatementArguments = options.publicStatementArguments
         do {
             connection = try Connection.inMemory(configuration: configuration)
+            try StringMatching.register(on: connection)
             try StoreCoordinator.create(connection, model: model, uuid: storeUUID)
         } catch let error as SQLiteError {
             throw StoreError.sqlite(error)

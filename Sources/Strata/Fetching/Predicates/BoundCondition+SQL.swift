@@ -1,0 +1,109 @@
+internal import StrataSQLite
+
+/// Turns a bound condition into an SQL expression that is always 0 or 1 (never NULL), with every
+/// value a `?` parameter. Key paths become correlated subqueries on aliases `t0`, `t1`, ….
+struct ConditionSQL {
+    private(set) var arguments: [SQLiteValue] = []
+    private var aliasCount = 0
+
+    private mutating func newAlias() -> String {
+        aliasCount += 1
+        return "t\(aliasCount)"
+    }
+
+    private mutating func parameter(_ value: SQLiteValue) -> String {
+        arguments.append(value)
+        return "?"
+    }
+
+    mutating func condition(_ condition: BoundCondition, alias: String) -> String {
+        switch condition {
+        case .constant(let value): return value ? "1" : "0"
+        case .not(let inner): return "(NOT \(self.condition(inner, alias: alias)))"
+        case .and(let l, let r): return "(\(self.condition(l, alias: alias)) AND \(self.condition(r, alias: alias)))"
+        case .or(let l, let r): return "(\(self.condition(l, alias: alias)) OR \(self.condition(r, alias: alias)))"
+        case let .compare(lhs, op, options, rhs): return compare(lhs, op, options, rhs, alias: alias)
+        case let .quantified(quantifier, owner, many, inner):
+            let ownerKey = path(BoundPath(hops: owner, terminal: .primaryKey(many.owner)), alias: alias)
+            let member = newAlias()
+            let membership = link(many, member: member, ownerKey: ownerKey)
+            let test = self.condition(inner, alias: member)
+            let from = "SELECT 1 FROM \(many.destination.table) AS \(member) WHERE \(membership)"
+            switch quantifier {
+            case .anyOf: return "EXISTS (\(from) AND \(test))"
+            case .allOf: return "(NOT EXISTS (\(from) AND NOT \(test)))"
+            case .noneOf: return "(NOT EXISTS (\(from) AND \(test)))"
+            }
+        }
+    }
+
+    private mutating func compare(_ lhs: BoundOperand, _ op: Comparison.Operator, _ options: Comparison.Options,
+                                  _ rhs: BoundOperand, alias: String) -> String {
+        let l = operand(lhs, options, alias: alias)
+        switch op {
+        case .equal: return "(\(l) IS \(operand(rhs, options, alias: alias)))"
+        case .notEqual: return "(\(l) IS NOT \(operand(rhs, options, alias: alias)))"
+        case .less, .lessOrEqual, .greater, .greaterOrEqual:
+            return "coalesce(\(l) \(op.rawValue) \(operand(rhs, options, alias: alias)), 0)"
+        case .between:
+            guard case .list(let bounds) = rhs else { return "0" }
+            return "coalesce(\(l) >= \(parameter(bounds[0])) AND \(l) <= \(parameter(bounds[1])), 0)"
+        case .in:
+            guard case .list(let items) = rhs, !items.isEmpty else { return "0" }
+            return "(" + items.map { "\(l) IS \(parameter($0))" }.joined(separator: " OR ") + ")"
+        case .contains, .beginsWith, .endsWith, .like, .matches:
+            let code = StringMatching.operatorCodes[op]!
+            return "strata_match(\(code), \(options.rawValue), \(l), \(operand(rhs, options, alias: alias)))"
+        }
+    }
+
+    private mutating func operand(_ operand: BoundOperand, _ options: Comparison.Options, alias: String) -> String {
+        switch operand {
+        case .constant(let value): return parameter(value)
+        case .list: return "NULL"
+        case .path(let path):
+            let sql = self.path(path, alias: alias)
+            return options.isEmpty ? sql : "strata_fold(\(sql), \(options.rawValue))"
+        case .aggregate(let aggregate):
+            let ownerKey = path(BoundPath(hops: aggregate.prefix, terminal: .primaryKey(aggregate.many.owner)), alias: alias)
+            let member = newAlias()
+            let membership = link(aggregate.many, member: member, ownerKey: ownerKey)
+            let value = aggregate.value.map { path($0, alias: member) } ?? "*"
+            let function = switch aggregate.function {
+            case .count: "count"
+            case .sum: "total"
+            case .avg: "avg"
+            case .min: "min"
+            case .max: "max"
+            }
+            let sql = "(SELECT \(function)(\(value)) FROM \(aggregate.many.destination.table) AS \(member) WHERE \(membership))"
+            return options.isEmpty ? sql : "strata_fold(\(sql), \(options.rawValue))"
+        }
+    }
+
+    /// The value at the end of a to-one path, as a scalar SQL expression.
+    mutating func path(_ path: BoundPath, alias: String) -> String {
+        guard let hop = path.hops.first else {
+            switch path.terminal {
+            case .attribute(let info, let index):
+                let column = "\(alias).\(quoted(info.attributes[index].name))"
+                return info.attributes[index].type == .decimal ? "CAST(\(column) AS REAL)" : column
+            case .foreignKey(let info, let index): return "\(alias).\(quoted(info.toOnes[index].name))"
+            case .primaryKey: return "\(alias).\(quoted(primaryKeyColumn))"
+            }
+        }
+        let next = newAlias()
+        let rest = BoundPath(hops: Array(path.hops.dropFirst()), terminal: path.terminal)
+        let value = self.path(rest, alias: next)
+        return "(SELECT \(value) FROM \(hop.destination.table) AS \(next) WHERE \(next).\(quoted(primaryKeyColumn)) = \(alias).\(quoted(hop.owner.toOnes[hop.index].name)))"
+    }
+
+    private func link(_ many: ToManyHop, member: String, ownerKey: String) -> String {
+        switch many.storage {
+        case let .inverseColumn(_, column):
+            return "\(member).\(column) = \(ownerKey)"
+        case let .joinTable(table, own, other):
+            return "\(member).\(quoted(primaryKeyColumn)) IN (SELECT \(other) FROM \(table) WHERE \(own) = \(ownerKey))"
+        }
+    }
+}
