@@ -110,7 +110,11 @@ struct ConditionParser {
                 tokens.append((.identifier(name, escaped: escaped), start))
                 continue
             }
-            if ("0"..."9").contains(c) || (c == "." && peek(1).map { ("0"..."9").contains($0) } == true) {
+            let startsNumber = { (s: Unicode.Scalar?, t: Unicode.Scalar?) -> Bool in
+                guard let s else { return false }
+                return ("0"..."9").contains(s) || (s == "." && t.map { ("0"..."9").contains($0) } == true)
+            }
+            if startsNumber(c, peek(1)) || ((c == "-" || c == "+") && startsNumber(peek(1), peek(2))) {
                 tokens.append((try lexNumber(&i), start))
                 continue
             }
@@ -158,25 +162,28 @@ struct ConditionParser {
 
     private func lexNumber(_ i: inout Int) throws -> Token {
         let start = i
+        var sign = ""
+        if scalars[i] == "-" || scalars[i] == "+" {
+            if scalars[i] == "-" { sign = "-" }
+            i += 1
+        }
         if scalars[i] == "0", i + 1 < scalars.count, "xXoObB".unicodeScalars.contains(scalars[i + 1]) {
             let radix = "xX".unicodeScalars.contains(scalars[i + 1]) ? 16 : ("oO".unicodeScalars.contains(scalars[i + 1]) ? 8 : 2)
             i += 2
             var digits = ""
             while i < scalars.count, scalars[i].properties.isASCIIHexDigit { digits.unicodeScalars.append(scalars[i]); i += 1 }
-            guard let value = Int64(digits, radix: radix) else {
+            guard let value = Int64(sign + digits, radix: radix) else {
                 throw error("invalid base-\(radix) integer", expected: "digits of base \(radix) that fit in 64 bits", at: start)
             }
             return .integer(value)
         }
-        var text = ""
+        var text = sign
         var isDouble = false
         while i < scalars.count {
             let s = scalars[i]
             if ("0"..."9").contains(s) {
                 text.unicodeScalars.append(s)
             } else if s == "." && !isDouble && !text.contains("e") {
-                // `1.foo` is not a number followed by a key; a digit must follow the point.
-                guard i + 1 < scalars.count, ("0"..."9").contains(scalars[i + 1]) || text.isEmpty == false else { break }
                 isDouble = true
                 text.unicodeScalars.append(s)
             } else if (s == "e" || s == "E") && !text.contains("e") {
@@ -321,8 +328,6 @@ struct ConditionParser {
         case .string(let s): advance(); return .constant(.string(s))
         case .integer(let v): advance(); return .constant(.int(v))
         case .double(let v): advance(); return .constant(.double(v))
-        case .symbol("-"), .symbol("+"):
-            throw error("unexpected \(describe(current))", expected: "a value")
         case .variable(let name): advance(); return .variable(name)
         case .format(let spec):
             advance()
@@ -400,8 +405,6 @@ struct ConditionParser {
         advance()
         guard current == .symbol("(") else { throw error("CAST needs '('", expected: "CAST(value, \"Type\")") }
         advance()
-        var negative = false
-        if current == .symbol("-") { negative = true; advance() }
         let value = current
         advance()
         guard current == .symbol(",") else { throw error("CAST needs a type", expected: "',' then a quoted type name") }
@@ -412,18 +415,18 @@ struct ConditionParser {
         advance()
         let bad = { (self: Self) in self.error("CAST of \(self.describe(value)) to \"\(type)\" is not valid", expected: "a number for NSDate, a string for the others", at: offset) }
         switch (type, value) {
-        case ("NSDate", .integer(let v)): return .constant(.date(Date(timeIntervalSinceReferenceDate: Double(negative ? -v : v))))
-        case ("NSDate", .double(let v)): return .constant(.date(Date(timeIntervalSinceReferenceDate: negative ? -v : v)))
-        case ("NSData", .string(let s)) where !negative:
+        case ("NSDate", .integer(let v)): return .constant(.date(Date(timeIntervalSinceReferenceDate: Double(v))))
+        case ("NSDate", .double(let v)): return .constant(.date(Date(timeIntervalSinceReferenceDate: v)))
+        case ("NSData", .string(let s)):
             guard let data = Data(base64Encoded: s) else { throw bad(self) }
             return .constant(.data(data))
-        case ("UUID", .string(let s)) where !negative:
+        case ("UUID", .string(let s)):
             guard let uuid = UUID(uuidString: s) else { throw bad(self) }
             return .constant(.uuid(uuid))
-        case ("NSDecimalNumber", .string(let s)) where !negative:
+        case ("NSDecimalNumber", .string(let s)):
             guard let decimal = Decimal(string: s, locale: posixLocale) else { throw bad(self) }
             return .constant(.decimal(decimal))
-        case ("ObjectID", .string(let s)) where !negative:
+        case ("ObjectID", .string(let s)):
             let parts = s.split(separator: "/")
             guard parts.count == 2, let key = Int64(parts[1]) else { throw bad(self) }
             return .constant(.objectID(ObjectID(entityName: String(parts[0]), primaryKey: key)))
