@@ -80,4 +80,8 @@ let benchmarks: @Sendable () -> Void = {
     } teardown: {
         TemporaryStore.named("fetch-raw").remove()
     }
+
+    // MARK: predicate 100k (PredicateBenchmarks.swift)
+
+    registerPredicateBenchmarks()
 }

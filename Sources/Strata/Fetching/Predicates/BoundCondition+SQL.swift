@@ -16,38 +16,43 @@ struct ConditionSQL {
         return "?"
     }
 
-    mutating func condition(_ condition: BoundCondition, alias: String) -> String {
+    /// - Parameter positive: true where the result only filters rows (a WHERE clause, under AND/OR
+    ///   but no NOT): there NULL already means "not selected", so comparisons may stay bare and
+    ///   indexes stay usable. Under NOT every comparison is forced to 0/1.
+    mutating func condition(_ condition: BoundCondition, alias: String, positive: Bool = true) -> String {
         switch condition {
         case .constant(let value): return value ? "1" : "0"
-        case .not(let inner): return "(NOT \(self.condition(inner, alias: alias)))"
-        case .and(let l, let r): return "(\(self.condition(l, alias: alias)) AND \(self.condition(r, alias: alias)))"
-        case .or(let l, let r): return "(\(self.condition(l, alias: alias)) OR \(self.condition(r, alias: alias)))"
-        case let .compare(lhs, op, options, rhs): return compare(lhs, op, options, rhs, alias: alias)
+        case .not(let inner): return "(NOT \(self.condition(inner, alias: alias, positive: false)))"
+        case .and(let l, let r):
+            return "(\(self.condition(l, alias: alias, positive: positive)) AND \(self.condition(r, alias: alias, positive: positive)))"
+        case .or(let l, let r):
+            return "(\(self.condition(l, alias: alias, positive: positive)) OR \(self.condition(r, alias: alias, positive: positive)))"
+        case let .compare(lhs, op, options, rhs): return compare(lhs, op, options, rhs, alias: alias, positive: positive)
         case let .quantified(quantifier, owner, many, inner):
             let ownerKey = path(BoundPath(hops: owner, terminal: .primaryKey(many.owner)), alias: alias)
             let member = newAlias()
             let membership = link(many, member: member, ownerKey: ownerKey)
-            let test = self.condition(inner, alias: member)
             let from = "SELECT 1 FROM \(many.destination.table) AS \(member) WHERE \(membership)"
             switch quantifier {
-            case .anyOf: return "EXISTS (\(from) AND \(test))"
-            case .allOf: return "(NOT EXISTS (\(from) AND NOT \(test)))"
-            case .noneOf: return "(NOT EXISTS (\(from) AND \(test)))"
+            case .anyOf: return "EXISTS (\(from) AND \(self.condition(inner, alias: member)))"
+            case .allOf: return "(NOT EXISTS (\(from) AND NOT \(self.condition(inner, alias: member, positive: false))))"
+            case .noneOf: return "(NOT EXISTS (\(from) AND \(self.condition(inner, alias: member))))"
             }
         }
     }
 
     private mutating func compare(_ lhs: BoundOperand, _ op: Comparison.Operator, _ options: Comparison.Options,
-                                  _ rhs: BoundOperand, alias: String) -> String {
+                                  _ rhs: BoundOperand, alias: String, positive: Bool) -> String {
         let l = operand(lhs, options, alias: alias)
+        func zeroIfNull(_ sql: String) -> String { positive ? "(\(sql))" : "coalesce(\(sql), 0)" }
         switch op {
         case .equal: return "(\(l) IS \(operand(rhs, options, alias: alias)))"
         case .notEqual: return "(\(l) IS NOT \(operand(rhs, options, alias: alias)))"
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
-            return "coalesce(\(l) \(op.rawValue) \(operand(rhs, options, alias: alias)), 0)"
+            return zeroIfNull("\(l) \(op.rawValue) \(operand(rhs, options, alias: alias))")
         case .between:
             guard case .list(let bounds) = rhs else { return "0" }
-            return "coalesce(\(l) >= \(parameter(bounds[0])) AND \(l) <= \(parameter(bounds[1])), 0)"
+            return zeroIfNull("\(l) >= \(parameter(bounds[0])) AND \(l) <= \(parameter(bounds[1]))")
         case .in:
             guard case .list(let items) = rhs, !items.isEmpty else { return "0" }
             return "(" + items.map { "\(l) IS \(parameter($0))" }.joined(separator: " OR ") + ")"

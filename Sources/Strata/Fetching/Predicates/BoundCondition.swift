@@ -120,18 +120,21 @@ indirect enum BoundCondition {
 struct ConditionBinder {
     let schema: Schema
     let root: EntityInfo
-    let text: String
+    /// The whole condition, printed only when an error names it.
+    let condition: Condition
     /// Every entity the condition reads, for deciding whether pending changes matter.
     private(set) var entities: Set<String> = []
 
     init(schema: Schema, root: EntityInfo, condition: Condition) {
         self.schema = schema
         self.root = root
-        text = condition.description
+        self.condition = condition
         entities = [root.name]
     }
 
-    func fail(_ reason: String) -> ConditionError { ConditionError(entity: root.name, predicate: text, reason: reason) }
+    func fail(_ reason: String) -> ConditionError {
+        ConditionError(entity: root.name, predicate: condition.description, reason: reason)
+    }
 
     mutating func bind(_ condition: Condition) throws -> BoundCondition {
         try bind(condition, on: root)
@@ -238,9 +241,10 @@ struct ConditionBinder {
             }
         }
         // Fold constants once here; columns are folded by the same function in SQL and in memory.
+        // A MATCHES pattern is never folded (`\\D` must not become `\\d`): [c] is a regex option there.
         if !stringOptions.isEmpty {
             lhs = foldConstant(lhs, stringOptions)
-            rhs = foldConstant(rhs, stringOptions)
+            if c.op != .matches { rhs = foldConstant(rhs, stringOptions) }
         }
         lhsKind = .null
         rhsKind = .null

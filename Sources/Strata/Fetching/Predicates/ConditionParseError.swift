@@ -1,9 +1,9 @@
 /// A format string that is not a valid condition: where, what was found and what was expected.
 ///
 /// ```
-/// expected a value after '>' at line 1, column 8
+/// expected a value after '>', found end of predicate at line 1, column 9 (expected a key path, a string, …)
 ///   height >
-///          ^
+///           ^
 /// ```
 public struct ConditionParseError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String

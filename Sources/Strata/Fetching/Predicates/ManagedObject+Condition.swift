@@ -67,4 +67,21 @@ extension ManagedObjectContext {
         var binder = ConditionBinder(schema: schema, root: object.info, condition: condition)
         return try binder.bind(condition).evaluate(ObjectSubject(object: object, context: self))
     }
+
+    /// The objects of `objects` that satisfy `condition`, in order. Binds the condition once per
+    /// entity, so filtering many objects costs one evaluation each.
+    public func filter(_ objects: [ManagedObject], _ condition: Condition) throws -> [ManagedObject] {
+        assertOnQueue()
+        var bound: [ObjectIdentifier: BoundCondition] = [:]
+        return try objects.filter { object in
+            let key = ObjectIdentifier(object.info)
+            let condition = try bound[key] ?? {
+                var binder = ConditionBinder(schema: schema, root: object.info, condition: condition)
+                let result = try binder.bind(condition)
+                bound[key] = result
+                return result
+            }()
+            return try condition.evaluate(ObjectSubject(object: object, context: self))
+        }
+    }
 }

@@ -109,13 +109,14 @@ enum StringMatching {
 enum RegexCache {
     private static let cache = Mutex<[String: NSRegularExpression?]>([:])
 
-    /// The expression for `pattern`, anchored to match a whole string; `nil` when it doesn't compile.
+    /// The expression for `pattern`, anchored to match the whole string (`\\A…\\z`: unlike `$`, `\\z`
+    /// does not match before a final newline); `nil` when it doesn't compile.
     static func expression(_ pattern: String, options: Comparison.Options = []) -> NSRegularExpression? {
         let key = "\(options.rawValue):\(pattern)"
         return cache.withLock { cache in
             if let cached = cache[key] { return cached }
             let expression = try? NSRegularExpression(
-                pattern: "^(?:\(pattern))$",
+                pattern: "\\A(?:\(pattern))\\z",
                 options: options.contains(.caseInsensitive) ? [.caseInsensitive] : [])
             cache[key] = expression
             return expression
