@@ -19,8 +19,8 @@ extension BoundCondition {
         switch self {
         case .constant(let value): return value
         case .not(let inner): return try !inner.evaluate(subject)
-        case .and(let l, let r): return try l.evaluate(subject) && r.evaluate(subject)
-        case .or(let l, let r): return try l.evaluate(subject) || r.evaluate(subject)
+        case .and(let terms): return try terms.allSatisfy { try $0.evaluate(subject) }
+        case .or(let terms): return try terms.contains { try $0.evaluate(subject) }
         case let .compare(lhs, op, options, rhs):
             let l = try lhs.value(subject, options)
             switch op {

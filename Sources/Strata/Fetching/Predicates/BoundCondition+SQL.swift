@@ -23,10 +23,10 @@ struct ConditionSQL {
         switch condition {
         case .constant(let value): return value ? "1" : "0"
         case .not(let inner): return "(NOT \(self.condition(inner, alias: alias, positive: false)))"
-        case .and(let l, let r):
-            return "(\(self.condition(l, alias: alias, positive: positive)) AND \(self.condition(r, alias: alias, positive: positive)))"
-        case .or(let l, let r):
-            return "(\(self.condition(l, alias: alias, positive: positive)) OR \(self.condition(r, alias: alias, positive: positive)))"
+        case .and(let terms):
+            return balanced(terms.map { self.condition($0, alias: alias, positive: positive) }, "AND", empty: "1")
+        case .or(let terms):
+            return balanced(terms.map { self.condition($0, alias: alias, positive: positive) }, "OR", empty: "0")
         case let .compare(lhs, op, options, rhs): return compare(lhs, op, options, rhs, alias: alias, positive: positive)
         case let .quantified(quantifier, owner, many, inner):
             let ownerKey = path(BoundPath(hops: owner, terminal: .primaryKey(many.owner)), alias: alias)
@@ -55,11 +55,73 @@ struct ConditionSQL {
             return zeroIfNull("\(l) >= \(parameter(bounds[0])) AND \(l) <= \(parameter(bounds[1]))")
         case .in:
             guard case .list(let items) = rhs, !items.isEmpty else { return "0" }
-            return "(" + items.map { "\(l) IS \(parameter($0))" }.joined(separator: " OR ") + ")"
+            return membership(l, items, positive: positive)
         case .contains, .beginsWith, .endsWith, .like, .matches:
             let code = StringMatching.operatorCodes[op]!
             return "strata_match(\(code), \(options.rawValue), \(l), \(operand(rhs, options, alias: alias)))"
         }
+    }
+
+    /// Joins terms as a balanced tree: a chain of thousands stays within SQLite's parser stack
+    /// and expression depth limits (each level adds one).
+    private func balanced(_ terms: [String], _ op: String, empty: String) -> String {
+        switch terms.count {
+        case 0: return empty
+        case 1: return terms[0]
+        case 2, 3, 4: return "(" + terms.joined(separator: " \(op) ") + ")"
+        default:
+            let middle = terms.count / 2
+            return "(\(balanced(Array(terms[..<middle]), op, empty: empty)) \(op) \(balanced(Array(terms[middle...]), op, empty: empty)))"
+        }
+    }
+
+    /// `l IN list` with null-safe equality (`nil IN {nil}` is true). Lists of up to 500 values are
+    /// `IN (?, …)`; longer lists of integers or strings are one JSON parameter read by `json_each`
+    /// (SQLite allows 32,766 parameters per statement); other long lists are IN groups of 500.
+    private mutating func membership(_ l: String, _ items: [SQLiteValue], positive: Bool) -> String {
+        let values = items.filter { !$0.isNull }
+        var terms: [String] = []
+        if !values.isEmpty {
+            let json = values.count > 500 ? ConditionSQL.jsonArray(values) : nil
+            if let json {
+                terms.append("\(l) IN (SELECT value FROM json_each(\(parameter(.text(json)))))")
+            } else {
+                for start in stride(from: 0, to: values.count, by: 500) {
+                    let group = values[start..<min(start + 500, values.count)].map { parameter($0) }
+                    terms.append("\(l) IN (\(group.joined(separator: ", ")))")
+                }
+            }
+        }
+        if values.count < items.count { terms.append("\(l) IS NULL") }
+        let sql = balanced(terms, "OR", empty: "0")
+        return positive ? sql : "coalesce(\(sql), 0)"
+    }
+
+    /// A JSON array of integers or strings (exact in JSON), or `nil` for other values.
+    static func jsonArray(_ values: [SQLiteValue]) -> String? {
+        var parts: [String] = []
+        parts.reserveCapacity(values.count)
+        for value in values {
+            switch value {
+            case .integer(let v): parts.append(String(v))
+            case .text(let v): parts.append(jsonString(v))
+            default: return nil
+            }
+        }
+        return "[" + parts.joined(separator: ",") + "]"
+    }
+
+    private static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            default:
+                if scalar.value < 0x20 { out += String(format: "\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
+            }
+        }
+        return out + "\""
     }
 
     private mutating func operand(_ operand: BoundOperand, _ options: Comparison.Options, alias: String) -> String {

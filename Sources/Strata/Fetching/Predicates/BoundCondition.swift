@@ -108,8 +108,8 @@ indirect enum BoundOperand {
 indirect enum BoundCondition {
     case constant(Bool)
     case not(BoundCondition)
-    case and(BoundCondition, BoundCondition)
-    case or(BoundCondition, BoundCondition)
+    case and([BoundCondition])
+    case or([BoundCondition])
     case compare(BoundOperand, Comparison.Operator, Comparison.Options, BoundOperand)
     /// A comparison inside a to-many relationship: evaluated for each member.
     case quantified(Comparison.Quantifier, owner: [ToOneHop], many: ToManyHop, BoundCondition)
@@ -143,9 +143,12 @@ struct ConditionBinder {
     private mutating func bind(_ condition: Condition, on entity: EntityInfo) throws -> BoundCondition {
         switch condition {
         case .constant(let value): return .constant(value)
-        case .not(let inner): return .not(try bind(inner, on: entity))
-        case .and(let l, let r): return .and(try bind(l, on: entity), try bind(r, on: entity))
-        case .or(let l, let r): return .or(try bind(l, on: entity), try bind(r, on: entity))
+        case .not(let inner):
+            // Logic is two-valued, so NOT NOT x is exactly x: collapse chains of NOT.
+            if case .not(let twice) = inner { return try bind(twice, on: entity) }
+            return .not(try bind(inner, on: entity))
+        case .and(let terms): return .and(try terms.map { try bind($0, on: entity) })
+        case .or(let terms): return .or(try terms.map { try bind($0, on: entity) })
         case .comparison(let comparison): return try bind(comparison, on: entity)
         }
     }
@@ -227,7 +230,7 @@ struct ConditionBinder {
             }
             if c.op == .matches {
                 guard case .constant(.text(let pattern)) = rhs else { throw fail("MATCHES needs a constant regular expression on its right") }
-                guard RegexCache.expression(pattern, options: c.options) != nil else { throw fail("MATCHES pattern /\(pattern)/ is not a valid regular expression") }
+                guard RegexCache.isValid(pattern, options: c.options) else { throw fail("MATCHES pattern /\(pattern)/ is not a valid regular expression") }
             }
         } else {
             guard lhsKind.isCompatible(with: rhsKind) else {

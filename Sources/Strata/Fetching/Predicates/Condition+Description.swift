@@ -13,9 +13,11 @@ extension Condition: CustomStringConvertible {
         switch self {
         case .constant(true): "TRUEPREDICATE"
         case .constant(false): "FALSEPREDICATE"
-        case .not(let c): "NOT (\(c))"
-        case .and(let l, let r): "(\(l) AND \(r))"
-        case .or(let l, let r): "(\(l) OR \(r))"
+        // Compounds parenthesise themselves, so NOT needs no parentheses of its own: a chain of
+        // NOTs stays as shallow as it was written.
+        case .not(let c): "NOT \(c)"
+        case .and(let terms): terms.isEmpty ? "TRUEPREDICATE" : "(" + terms.map(\.description).joined(separator: " AND ") + ")"
+        case .or(let terms): terms.isEmpty ? "FALSEPREDICATE" : "(" + terms.map(\.description).joined(separator: " OR ") + ")"
         case .comparison(let c): c.description
         }
     }
@@ -39,7 +41,8 @@ extension Operand: CustomStringConvertible {
             path.split(separator: ".", omittingEmptySubsequences: false).map { segment in
                 let s = String(segment)
                 if s == "SELF" || s.hasPrefix("@") { return s }
-                return conditionKeywords.contains(s.uppercased()) ? "#" + s : s
+                let startsWithDigit = s.unicodeScalars.first.map { ("0"..."9").contains($0) } ?? false
+                return conditionKeywords.contains(s.uppercased()) || startsWithDigit ? "#" + s : s
             }.joined(separator: ".")
         case .constant(let value): value.description
         case .list(let items): "{" + items.map(\.description).joined(separator: ", ") + "}"

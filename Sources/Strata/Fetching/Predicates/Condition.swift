@@ -17,8 +17,11 @@ public indirect enum Condition: Sendable, Hashable {
     /// `TRUEPREDICATE` / `FALSEPREDICATE`.
     case constant(Bool)
     case not(Condition)
-    case and(Condition, Condition)
-    case or(Condition, Condition)
+    /// Every term holds. Chains are flat (`a AND b AND c` is one node with three terms), so a
+    /// predicate of thousands of terms is shallow; an empty list is true.
+    case and([Condition])
+    /// At least one term holds; an empty list is false.
+    case or([Condition])
     case comparison(Comparison)
 }
 
@@ -99,6 +102,9 @@ extension Operand {
 }
 
 /// A constant in a condition.
+///
+/// Equality follows what a fetch compares: strings are equal when their UTF-8 bytes are (so `"é"`
+/// and `"e\u{301}"`, equal as Swift strings, are different constants, as they match different rows).
 public enum ConditionValue: Sendable, Hashable {
     case null
     case bool(Bool)
@@ -147,6 +153,39 @@ public enum ConditionValue: Sendable, Hashable {
     }
 }
 
+extension ConditionValue {
+    public static func == (lhs: ConditionValue, rhs: ConditionValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case let (.bool(a), .bool(b)): a == b
+        case let (.int(a), .int(b)): a == b
+        case let (.double(a), .double(b)): a.bitPattern == b.bitPattern
+        case let (.string(a), .string(b)): a.utf8.elementsEqual(b.utf8)
+        case let (.date(a), .date(b)): a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
+        case let (.data(a), .data(b)): a == b
+        case let (.uuid(a), .uuid(b)): a == b
+        case let (.decimal(a), .decimal(b)): a == b
+        case let (.objectID(a), .objectID(b)): a == b
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let v): hasher.combine(1); hasher.combine(v)
+        case .int(let v): hasher.combine(2); hasher.combine(v)
+        case .double(let v): hasher.combine(3); hasher.combine(v.bitPattern)
+        case .string(let v): hasher.combine(4); hasher.combine(v.utf8.count); for byte in v.utf8 { hasher.combine(byte) }
+        case .date(let v): hasher.combine(5); hasher.combine(v.timeIntervalSinceReferenceDate.bitPattern)
+        case .data(let v): hasher.combine(6); hasher.combine(v)
+        case .uuid(let v): hasher.combine(7); hasher.combine(v)
+        case .decimal(let v): hasher.combine(8); hasher.combine(v)
+        case .objectID(let v): hasher.combine(9); hasher.combine(v)
+        }
+    }
+}
+
 protocol OptionalProtocol { var isNil: Bool { get } }
 extension Optional: OptionalProtocol { var isNil: Bool { self == nil } }
 
@@ -188,8 +227,8 @@ extension Condition {
         switch self {
         case .constant: return self
         case .not(let c): return .not(try c.mapOperands(transform))
-        case .and(let l, let r): return .and(try l.mapOperands(transform), try r.mapOperands(transform))
-        case .or(let l, let r): return .or(try l.mapOperands(transform), try r.mapOperands(transform))
+        case .and(let terms): return .and(try terms.map { try $0.mapOperands(transform) })
+        case .or(let terms): return .or(try terms.map { try $0.mapOperands(transform) })
         case .comparison(var c):
             c.lhs = try mapOperand(c.lhs)
             c.rhs = try mapOperand(c.rhs)
@@ -203,8 +242,15 @@ extension Condition {
     /// A key path operand for the builder: `.key("height") < 100`.
     public static func key(_ path: String) -> ConditionKey { ConditionKey(path: path) }
 
-    public static func && (lhs: Condition, rhs: Condition) -> Condition { .and(lhs, rhs) }
-    public static func || (lhs: Condition, rhs: Condition) -> Condition { .or(lhs, rhs) }
+    /// `a && b && c` builds one flat AND of three terms, as the parser does for `a AND b AND c`.
+    public static func && (lhs: Condition, rhs: Condition) -> Condition {
+        if case .and(let terms) = lhs { return .and(terms + [rhs]) }
+        return .and([lhs, rhs])
+    }
+    public static func || (lhs: Condition, rhs: Condition) -> Condition {
+        if case .or(let terms) = lhs { return .or(terms + [rhs]) }
+        return .or([lhs, rhs])
+    }
     public static prefix func ! (condition: Condition) -> Condition { .not(condition) }
 }
 

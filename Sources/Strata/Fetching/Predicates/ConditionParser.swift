@@ -127,7 +127,8 @@ struct ConditionParser {
                     if s == "@" || s == "K" || s == "d" || s == "i" || s == "f" { break }
                 }
                 guard ["@", "K", "d", "i", "ld", "lld", "f", "lf"].contains(spec) else {
-                    throw error("unknown format specifier %\(spec)", expected: "%@, %K, %d, %i, %ld, %lld, %f or %lf", at: start)
+                    let shown = spec.isEmpty ? (peek().map { String($0) } ?? "") : spec
+                    throw error("unknown format specifier %\(shown)", expected: "%@, %K, %d, %i, %ld, %lld, %f or %lf", at: start)
                 }
                 tokens.append((.format(spec), start))
                 continue
@@ -241,21 +242,21 @@ struct ConditionParser {
 
     private mutating func parseOr() throws -> Condition {
         try enter(); defer { depth -= 1 }
-        var result = try parseAnd()
+        var terms = [try parseAnd()]
         while isKeyword(current, "OR") || current == .symbol("||") {
             advance()
-            result = .or(result, try parseAnd())
+            terms.append(try parseAnd())
         }
-        return result
+        return terms.count == 1 ? terms[0] : .or(terms)
     }
 
     private mutating func parseAnd() throws -> Condition {
-        var result = try parseNot()
+        var terms = [try parseNot()]
         while isKeyword(current, "AND") || current == .symbol("&&") {
             advance()
-            result = .and(result, try parseNot())
+            terms.append(try parseNot())
         }
-        return result
+        return terms.count == 1 ? terms[0] : .and(terms)
     }
 
     private mutating func parseNot() throws -> Condition {
@@ -446,6 +447,14 @@ struct ConditionParser {
             guard let key = argument as? String, !key.isEmpty else {
                 throw error("%K needs a key path string, got \(argument.map { "\(type(of: $0))" } ?? "nil")", expected: "a String key path", at: offset)
             }
+            let valid = key.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { segment in
+                !segment.isEmpty && (segment.hasPrefix("@") ? segment.dropFirst() : segment[...]).unicodeScalars.allSatisfy {
+                    $0.properties.isAlphabetic || $0 == "_" || ("0"..."9").contains($0)
+                } && segment != "@"
+            }
+            guard valid else {
+                throw error("%K key path '\(key)' is not made of names joined by '.'", expected: "a key path such as department.name", at: offset)
+            }
             return .keyPath(key)
         case "d", "i", "ld", "lld":
             guard case .int(let v)? = ConditionValue(argument: argument) else {
@@ -454,6 +463,8 @@ struct ConditionParser {
             return .constant(.int(v))
         case "f", "lf":
             switch ConditionValue(argument: argument) {
+            case .double(let v)? where v.isNaN:
+                throw error("NaN is not a value a condition can hold", expected: "a number", at: offset)
             case .double(let v)?: return .constant(.double(v))
             case .int(let v)?: return .constant(.double(Double(v)))
             default: throw error("%\(spec) needs a floating-point number", expected: "a Double argument", at: offset)

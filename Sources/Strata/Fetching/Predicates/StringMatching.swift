@@ -44,8 +44,7 @@ enum StringMatching {
         case .endsWith: return l.utf8.reversed().starts(with: r.utf8.reversed())
         case .like: return like(Array(l.unicodeScalars), Array(r.unicodeScalars))
         case .matches:
-            guard let expression = RegexCache.expression(r, options: options) else { return false }
-            return expression.firstMatch(in: l, range: NSRange(l.startIndex..., in: l)) != nil
+            return RegexCache.matches(r, options: options, l)
         default: return false
         }
     }
@@ -97,7 +96,8 @@ enum StringMatching {
 
     /// The ordering of `SortKey.Comparison.localized`, shared by SQL (a collation) and memory.
     static func localizedCompare(_ lhs: String, _ rhs: String) -> Int {
-        switch lhs.compare(rhs, options: [.caseInsensitive, .numeric], range: nil, locale: posixLocale) {
+        // No locale: on Linux a POSIX locale turns this into a non-transitive order.
+        switch lhs.compare(rhs, options: [.caseInsensitive, .numeric]) {
         case .orderedAscending: -1
         case .orderedSame: lhs.utf8.lexicographicallyPrecedes(rhs.utf8) ? -1 : (lhs == rhs ? 0 : 1)
         case .orderedDescending: 1
@@ -106,27 +106,36 @@ enum StringMatching {
 }
 
 /// Compiled regular expressions, shared by every context and connection.
+///
+/// Matching happens under the cache's lock: on Linux an `NSRegularExpression` wraps one ICU
+/// matcher whose state is not safe to share between threads (concurrent matches were seen to
+/// return wrong answers).
 enum RegexCache {
     private static let cache = Mutex<[String: NSRegularExpression?]>([:])
 
-    /// The expression for `pattern`, anchored to match the whole string (`\\A…\\z`: unlike `$`, `\\z`
-    /// does not match before a final newline); `nil` when it doesn't compile.
-    static func expression(_ pattern: String, options: Comparison.Options = []) -> NSRegularExpression? {
+    private static func compiled(_ cache: inout [String: NSRegularExpression?], _ pattern: String,
+                                 _ options: Comparison.Options) -> NSRegularExpression? {
         let key = "\(options.rawValue):\(pattern)"
-        return cache.withLock { cache in
-            if let cached = cache[key] { return cached }
-            let expression = try? NSRegularExpression(
-                pattern: "\\A(?:\(pattern))\\z",
-                options: options.contains(.caseInsensitive) ? [.caseInsensitive] : [])
-            cache[key] = expression
-            return expression
-        }
+        if let cached = cache[key] { return cached }
+        let expression = try? NSRegularExpression(
+            pattern: "\\A(?:\(pattern))\\z",
+            options: options.contains(.caseInsensitive) ? [.caseInsensitive] : [])
+        cache[key] = expression
+        return expression
     }
 
-    /// Whether the whole of `text` matches `pattern` (for attribute validation).
-    static func matches(_ pattern: String, _ text: String) -> Bool {
-        guard let expression = expression(pattern) else { return false }
-        return expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+    /// The expression for `pattern`, anchored to match the whole string (`\\A…\\z`: unlike `$`, `\\z`
+    /// does not match before a final newline); `nil` when it doesn't compile.
+    static func isValid(_ pattern: String, options: Comparison.Options = []) -> Bool {
+        cache.withLock { compiled(&$0, pattern, options) != nil }
+    }
+
+    /// Whether the whole of `text` matches `pattern`; false when the pattern doesn't compile.
+    static func matches(_ pattern: String, options: Comparison.Options = [], _ text: String) -> Bool {
+        cache.withLock { cache in
+            guard let expression = compiled(&cache, pattern, options) else { return false }
+            return expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+        }
     }
 }
 
