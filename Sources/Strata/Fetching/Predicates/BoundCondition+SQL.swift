@@ -97,14 +97,18 @@ struct ConditionSQL {
         return positive ? sql : "coalesce(\(sql), 0)"
     }
 
-    /// A JSON array of integers or strings (exact in JSON), or `nil` for other values.
+    /// A JSON array of integers or strings (exact in JSON), or `nil` for other values and for
+    /// strings holding NUL.
     static func jsonArray(_ values: [SQLiteValue]) -> String? {
         var parts: [String] = []
         parts.reserveCapacity(values.count)
         for value in values {
             switch value {
             case .integer(let v): parts.append(String(v))
-            case .text(let v): parts.append(jsonString(v))
+            case .text(let v):
+                // SQLite's JSON text cannot carry an embedded NUL intact: such lists use IN groups.
+                if v.utf8.contains(0) { return nil }
+                parts.append(jsonString(v))
             default: return nil
             }
         }
