@@ -1,7 +1,7 @@
 internal import StrataSQLite
 
 /// Turns a bound condition into an SQL expression that is always 0 or 1 (never NULL), with every
-/// value a `?` parameter. Key paths become correlated subqueries on aliases `t0`, `t1`, ….
+/// value a numbered `?N` parameter. Key paths become correlated subqueries on aliases `t0`, `t1`, ….
 struct ConditionSQL {
     private(set) var arguments: [SQLiteValue] = []
     private var aliasCount = 0
@@ -11,9 +11,12 @@ struct ConditionSQL {
         return "t\(aliasCount)"
     }
 
+    /// A numbered parameter (`?N`): an operand's SQL may appear twice (`x >= ?1 AND x <= ?2` with a
+    /// constant x, `x IN (…) OR x IS NULL`) or not at all (`x IN {}`), and each `?N` still binds
+    /// the one value it names.
     private mutating func parameter(_ value: SQLiteValue) -> String {
         arguments.append(value)
-        return "?"
+        return "?\(arguments.count)"
     }
 
     /// - Parameter positive: true where the result only filters rows (a WHERE clause, under AND/OR
@@ -43,6 +46,8 @@ struct ConditionSQL {
 
     private mutating func compare(_ lhs: BoundOperand, _ op: Comparison.Operator, _ options: Comparison.Options,
                                   _ rhs: BoundOperand, alias: String, positive: Bool) -> String {
+        // Decided before the left side adds a parameter that would then go unreferenced.
+        if op == .in, case .list(let items) = rhs, items.isEmpty { return "0" }
         let l = operand(lhs, options, alias: alias)
         func zeroIfNull(_ sql: String) -> String { positive ? "(\(sql))" : "coalesce(\(sql), 0)" }
         switch op {
