@@ -137,7 +137,7 @@ import StrataTestSupport
             // The plan binds the value; its SQL holds only a placeholder.
             let plan = try FetchPlan(FetchRequest(entityName: "Company", predicate: try Condition("name == %@", payload)),
                                      schema: store.context.schema)
-            #expect(plan.whereSQL == " WHERE (t0.\"name\" IS ?)")
+            #expect(plan.whereSQL == " WHERE (t0.\"name\" IS ?1)")
             #expect(plan.arguments == [.text(payload)])
         }
 
