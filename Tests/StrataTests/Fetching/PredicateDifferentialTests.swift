@@ -304,10 +304,20 @@ import StrataTestSupport
         let request = FetchRequest(entityName: "Employee", predicate: condition)
         let plan = try FetchPlan(request, schema: context.coordinator.model.schema)
         let sql = plan.whereSQL + plan.orderSQL       // every `?` is a parameter: values are never inlined
-        // Parameters are numbered (`?N`, possibly repeated): the statement takes as many
-        // arguments as its highest number, and every argument must be referenced.
-        let numbers = Set(sql.split(separator: "?").dropFirst().compactMap { Int($0.prefix { $0.isNumber }) })
-        let placeholders = numbers.max() ?? 0
+        // Parameters are numbered (`?N`, possibly repeated) or bare (`?`, numbered one past the
+        // highest so far, as SQLite does): the statement takes as many arguments as its highest
+        // number, and every argument must be referenced.
+        let scalars = Array(sql.unicodeScalars)
+        var numbers = Set<Int>(), placeholders = 0, index = 0
+        while index < scalars.count {
+            guard scalars[index] == "?" else { index += 1; continue }
+            var digits = ""
+            index += 1
+            while index < scalars.count, ("0"..."9").contains(scalars[index]) { digits.unicodeScalars.append(scalars[index]); index += 1 }
+            let number = Int(digits) ?? placeholders + 1
+            numbers.insert(number)
+            placeholders = max(placeholders, number)
+        }
         if placeholders != plan.arguments.count || numbers.count != plan.arguments.count {
             return .malformedStatement(placeholders: placeholders, arguments: plan.arguments.count, sql: sql)
         }
