@@ -178,17 +178,28 @@ public final class StoreCoordinator: @unchecked Sendable {
                 for (table, column, key) in changes.joinRowsOfDeleted {
                     try db.cachedStatement("DELETE FROM \(table) WHERE \(column) = ?").execute(.integer(key))
                 }
-                for (info, key, row) in changes.inserted {
-                    let statement = try db.cachedStatement(info.insertSQL)
-                    try statement.bind(key, at: 1)
-                    try row.bind(to: statement, from: 2)
-                    try statement.execute()
+                // One statement lookup per entity, not per row: every parameter is bound for each
+                // row, so the statement is only reset between rows.
+                var statements: [ObjectIdentifier: Statement] = [:]
+                func statement(_ info: EntityInfo, _ sql: String) throws -> Statement {
+                    let key = ObjectIdentifier(info)
+                    if let statement = statements[key] { return statement }
+                    let statement = try db.cachedStatement(sql)
+                    statements[key] = statement
+                    return statement
                 }
+                for (info, key, row) in changes.inserted {
+                    let insert = try statement(info, info.insertSQL)
+                    try insert.bind(key, at: 1)
+                    try row.bind(to: insert, from: 2)
+                    try insert.execute()
+                }
+                statements.removeAll(keepingCapacity: true)
                 for (info, key, row) in changes.updated where !info.updateSQL.isEmpty {
-                    let statement = try db.cachedStatement(info.updateSQL)
-                    try row.bind(to: statement, from: 1)
-                    try statement.bind(key, at: Int32(info.columns.count + 1))
-                    try statement.execute()
+                    let update = try statement(info, info.updateSQL)
+                    try row.bind(to: update, from: 1)
+                    try update.bind(key, at: Int32(info.columns.count + 1))
+                    try update.execute()
                 }
                 for (table, a, b) in changes.joinDeletes {
                     try db.cachedStatement("DELETE FROM \(table) WHERE \"a\" = ? AND \"b\" = ?").execute(.integer(a), .integer(b))
