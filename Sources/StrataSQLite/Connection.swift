@@ -158,7 +158,7 @@ public final class Connection {
             remaining = String(remaining.utf8.dropFirst(consumed))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
             guard let statementHandle else { continue } // comment or whitespace only
-            let counter = counter(for: text.trimmingCharacters(in: .whitespacesAndNewlines))
+            let counter = counter(for: text)
             counter.prepared += 1
             let statement = Statement(connection: self, handle: statementHandle, sql: counter.sql, counter: counter)
             try statement.execute()

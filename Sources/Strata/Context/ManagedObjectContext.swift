@@ -17,10 +17,9 @@ internal import StrataSQLite
 ///     try context.save()          // one BEGIN IMMEDIATE … COMMIT; generation + 1
 /// }
 /// ```
+// @unchecked because: every mutable property is read and written only by code running on
+// `queue` (checked by `assertOnQueue()` at every entry point); `owner` is an atomic.
 public final class ManagedObjectContext: @unchecked Sendable {
-    // @unchecked because: every mutable property is read and written only by code running on
-    // `queue` (checked by `assertOnQueue()` at every entry point); `owner` is an atomic.
-
     public let coordinator: StoreCoordinator
     /// A name for logs and debugging.
     public let name: String?

@@ -120,7 +120,7 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Any Swift integer as `Int64`, or `nil` (a `Bool` is not an integer here).
-    private static func integer(_ value: Any) -> Int64? {
+    static func integer(_ value: Any) -> Int64? {
         switch value {
         case let v as Int: Int64(v)
         case let v as Int64: v

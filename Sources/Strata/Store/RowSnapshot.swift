@@ -64,22 +64,10 @@ struct RowSnapshot: Sendable, Equatable {
         }
     }
 
+    /// Binds a value in its stored form (``AttributeValue/storageValue``, shared with the
+    /// condition back ends).
     static func bind(_ value: AttributeValue?, to statement: Statement, at index: Int32) throws {
-        guard let value else { return try statement.bindNull(at: index) }
-        switch value {
-        case .int16(let v): try statement.bind(Int64(v), at: index)
-        case .int32(let v): try statement.bind(Int64(v), at: index)
-        case .int64(let v): try statement.bind(v, at: index)
-        case .double(let v): try statement.bind(v, at: index)
-        case .float(let v): try statement.bind(Double(v), at: index)
-        case .bool(let v): try statement.bind(Int64(v ? 1 : 0), at: index)
-        case .string(let v): try statement.bind(v, at: index)
-        case .date(let v): try statement.bind(v.timeIntervalSinceReferenceDate, at: index)
-        case .binary(let v): try statement.bind(v, at: index)
-        case .uuid(let v): try statement.bind(withUnsafeBytes(of: v.uuid) { Data($0) }, at: index)
-        case .url(let v): try statement.bind(v.absoluteString, at: index)
-        case .decimal(let v): try statement.bind(NSDecimalNumber(decimal: v).description(withLocale: posixLocale), at: index)
-        }
+        try statement.bind(value?.storageValue ?? .null, at: index)
     }
 }
 

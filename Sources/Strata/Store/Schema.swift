@@ -140,5 +140,4 @@ final class EntityInfo: Sendable {
         creationSQL = create
     }
 
-    func relationship(forToMany index: Int) -> Relationship { toManys[index] }
 }

@@ -12,10 +12,9 @@ public import StrataSQLite
 /// let coordinator = try StoreCoordinator(model: model, url: URL(filePath: "/tmp/goods.sqlite"))
 /// let context = coordinator.newContext()
 /// ```
+// @unchecked because: `connection`, `reservedKeys` and `refreshModelJSON` are touched only
+// inside `lock.withLock`; everything else is immutable after init.
 public final class StoreCoordinator: @unchecked Sendable {
-    // @unchecked because: `connection`, `reservedKeys` and `pendingModelJSON` are touched only
-    // inside `lock.withLock`; everything else is immutable after init.
-
     /// The store format this Strata writes and reads.
     public static let formatVersion = 1
 
@@ -171,7 +170,7 @@ public final class StoreCoordinator: @unchecked Sendable {
     func commit(_ changes: StoreChanges) throws -> CommitResult {
         precondition(!changes.isEmpty, "commit called with nothing to write")
         return try withConnection { db in
-            try db.transaction(.immediate) {
+            let result = try db.transaction(.immediate) {
                 for (info, key) in changes.deleted {
                     try db.cachedStatement(info.deleteSQL).execute(.integer(key))
                 }
@@ -225,17 +224,15 @@ public final class StoreCoordinator: @unchecked Sendable {
                 }
                 return CommitResult(generation: generation, nonce: nonce, touchedEntities: changes.touchedEntities)
             }
-        }.also { _ in lock.withLock { refreshModelJSON = false } }
+            refreshModelJSON = false   // still under the lock, and only once COMMIT succeeded
+            return result
+        }
     }
 
     static func randomNonce() -> Data {
         var generator = SystemRandomNumberGenerator()
         return Data((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
-}
-
-extension CommitResult {
-    func also(_ body: (CommitResult) -> Void) -> CommitResult { body(self); return self }
 }
 
 /// Everything one save writes.

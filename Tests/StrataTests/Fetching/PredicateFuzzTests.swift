@@ -9,17 +9,8 @@ import StrataTestSupport
 ///
 /// The run is seeded: `PREDICATE_FUZZ_SEED=<n>` replays a run, `PREDICATE_FUZZ_INPUTS=<n>` changes its size.
 @Suite struct PredicateFuzzTests {
-    /// SplitMix64: small, fast and reproducible on every platform.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// SplitMix64 (StrataTestSupport): small, fast and reproducible on every platform.
+    typealias SeededGenerator = SplitMix64
 
     // MARK: Inputs
 
@@ -269,7 +260,7 @@ import StrataTestSupport
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["PREDICATE_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x5EED_2026
         let count = environment["PREDICATE_FUZZ_INPUTS"].flatMap { Int($0) } ?? 100_000
-        var rng = SeededGenerator(state: seed)
+        var rng = SeededGenerator(seed: seed)
         var tally = Tally()
         let clock = ContinuousClock()
         let elapsed = clock.measure {

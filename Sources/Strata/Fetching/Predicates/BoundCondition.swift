@@ -212,8 +212,9 @@ struct ConditionBinder {
     }
 
     private mutating func bindPlain(_ c: Comparison, on entity: EntityInfo) throws -> BoundCondition {
-        var (lhs, lhsKind) = try operand(c.lhs, on: entity)
-        var (rhs, rhsKind) = try operand(c.rhs, on: entity)
+        let (boundLHS, lhsKind) = try operand(c.lhs, on: entity)
+        let (boundRHS, rhsKind) = try operand(c.rhs, on: entity)
+        var lhs = boundLHS, rhs = boundRHS
         let stringOptions = c.options
         switch c.op {
         case .in:
@@ -244,13 +245,11 @@ struct ConditionBinder {
             }
         }
         // Fold constants once here; columns are folded by the same function in SQL and in memory.
-        // A MATCHES pattern is never folded (`\\D` must not become `\\d`): [c] is a regex option there.
+        // A MATCHES pattern is never folded (`\D` must not become `\d`): [c] is a regex option there.
         if !stringOptions.isEmpty {
             lhs = foldConstant(lhs, stringOptions)
             if c.op != .matches { rhs = foldConstant(rhs, stringOptions) }
         }
-        lhsKind = .null
-        rhsKind = .null
         return .compare(lhs, c.op, stringOptions, rhs)
     }
 

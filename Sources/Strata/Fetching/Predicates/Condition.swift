@@ -120,20 +120,15 @@ public enum ConditionValue: Sendable, Hashable {
     /// Converts a format argument or substitution value. `nil` for a type the language has no constant for.
     init?(argument: Any?) {
         guard let argument else { self = .null; return }
+        if !(argument is Bool), let integer = AttributeValue.integer(argument) {
+            self = .int(integer)
+            return
+        }
         switch argument {
         case is NSNull: self = .null
         case let v as ConditionValue: self = v
         case let v as Bool: self = .bool(v)
-        case let v as Int: self = .int(Int64(v))
-        case let v as Int64: self = .int(v)
-        case let v as Int32: self = .int(Int64(v))
-        case let v as Int16: self = .int(Int64(v))
-        case let v as Int8: self = .int(Int64(v))
-        case let v as UInt8: self = .int(Int64(v))
-        case let v as UInt16: self = .int(Int64(v))
-        case let v as UInt32: self = .int(Int64(v))
-        case let v as UInt: guard let x = Int64(exactly: v) else { return nil }; self = .int(x)
-        case let v as UInt64: guard let x = Int64(exactly: v) else { return nil }; self = .int(x)
+        case is UInt, is UInt64: return nil          // beyond Int64 (smaller ones converted above)
         case let v as Double: self = .double(v)
         case let v as Float: self = .double(Double(v))
         case let v as String: self = .string(v)
