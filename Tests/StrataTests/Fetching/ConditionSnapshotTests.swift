@@ -43,3 +43,13 @@ import StrataTestSupport
         #expect(try store.coordinator.evaluate(.truePredicate, onStoredObject: ObjectID(entityName: "Employee", primaryKey: 999_999)) == nil)
     }
 }
+
+/// Regression: the regex cache keyed patterns by `String`, so a decomposed pattern compiled first
+/// was served for the precomposed one (canonically equal, different bytes) and matched nothing.
+@Suite struct RegexCacheTests {
+    @Test func canonicallyEqualPatternsAreCompiledSeparately() {
+        #expect(RegexCache.matches("e\u{301}.*", options: [.caseInsensitive], "e\u{301}cole"))
+        #expect(RegexCache.matches("\u{E9}.*", options: [.caseInsensitive], "\u{E9}cole"))
+        #expect(!RegexCache.matches("e\u{301}.*", options: [.caseInsensitive], "\u{E9}cole"))
+    }
+}

@@ -107,15 +107,16 @@ enum StringMatching {
 
 /// Compiled regular expressions, shared by every context and connection.
 ///
-/// Matching happens under the cache's lock: on Linux an `NSRegularExpression` wraps one ICU
-/// matcher whose state is not safe to share between threads (concurrent matches were seen to
-/// return wrong answers).
+/// Keyed by the pattern's UTF-8 bytes, not by `String`: Swift strings compare by canonical
+/// equivalence, so `é` and `e` + U+0301 would share one compiled expression, and a decomposed
+/// pattern does not match a precomposed string. Matching runs under the cache's lock, because
+/// the thread-safety of a shared `NSRegularExpression` is not documented on Linux.
 enum RegexCache {
-    private static let cache = Mutex<[String: NSRegularExpression?]>([:])
+    private static let cache = Mutex<[[UInt8]: NSRegularExpression?]>([:])
 
-    private static func compiled(_ cache: inout [String: NSRegularExpression?], _ pattern: String,
+    private static func compiled(_ cache: inout [[UInt8]: NSRegularExpression?], _ pattern: String,
                                  _ options: Comparison.Options) -> NSRegularExpression? {
-        let key = "\(options.rawValue):\(pattern)"
+        let key = [UInt8(truncatingIfNeeded: options.rawValue)] + Array(pattern.utf8)
         if let cached = cache[key] { return cached }
         let expression = try? NSRegularExpression(
             pattern: "\\A(?:\(pattern))\\z",
