@@ -8,7 +8,10 @@ extension ManagedObjectContext {
         case .clean:
             object.state = .updated
             updated[object.objectID] = object
-        case .inserted, .updated, .deleted, .invalid:
+            noteLocal(object.objectID, \.updated)
+        case .updated:
+            noteLocal(object.objectID, \.updated)
+        case .inserted, .deleted, .invalid:
             break
         }
     }
@@ -36,24 +39,11 @@ extension ManagedObjectContext {
         return Set(try toManyKeys(object, index).map { try self.object(with: ObjectID(entityName: destination, primaryKey: $0)) })
     }
 
-    /// Reads the stored members of a to-many relationship once.
+    /// Reads the members of a to-many relationship once: from the parent context for a child,
+    /// from the store for a root.
     func loadToMany(_ object: ManagedObject, _ index: Int) throws {
         guard object.toMany[index].committed == nil else { return }
-        let sql: String
-        switch object.info.toManyStorage[index] {
-        case let .inverseColumn(table, column):
-            sql = "SELECT \(quoted(primaryKeyColumn)) FROM \(table) WHERE \(column) = ?"
-        case let .joinTable(table, own, other):
-            sql = "SELECT \(other) FROM \(table) WHERE \(own) = ?"
-        }
-        let keys: Set<Int64> = try coordinator.withConnection { db in
-            let statement = try db.cachedStatement(sql)
-            try statement.bind(object.objectID.primaryKey, at: 1)
-            var keys = Set<Int64>()
-            try statement.forEachRow { keys.insert($0.int64(at: 0)) }
-            return keys
-        }
-        object.toMany[index].committed = keys
+        object.toMany[index].committed = try parentToManyKeys(object, index)
     }
 
     // MARK: Writing relationships
@@ -171,6 +161,7 @@ extension ManagedObjectContext {
         let wasInserted = object.state == .inserted
         object.state = .deleted
         deleted[object.objectID] = object
+        noteLocal(object.objectID, \.deleted)
         for relationship in object.info.entity.relationships {
             let members = try relatedObjects(object, relationship.name)
             switch relationship.deleteRule {

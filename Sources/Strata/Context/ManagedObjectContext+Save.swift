@@ -1,27 +1,150 @@
 internal import Foundation
 
 extension ManagedObjectContext {
-    /// Validates every pending change, then commits them in one `BEGIN IMMEDIATE … COMMIT` that
-    /// writes the rows, bumps the store generation by exactly 1, stamps the touched entities'
-    /// generations and sets a fresh nonce.
+    /// Saves one level.
     ///
-    /// A context without changes runs no statement and returns `nil`.
+    /// - A **root** context validates every pending change, then commits them in one
+    ///   `BEGIN IMMEDIATE … COMMIT` that writes the rows, bumps the store generation by exactly 1,
+    ///   stamps the touched entities' generations and sets a fresh nonce. It returns the
+    ///   ``CommitResult``.
+    /// - A **child** context validates, then pushes its inserts, updates and deletes into its
+    ///   parent's memory: no SQL statement, cost proportional to the changed objects. The store is
+    ///   untouched until the root saves; it returns `nil`.
     ///
-    /// - Throws: ``ValidationError`` listing every failure (object, key, rule), or a
-    ///   ``StoreError``. When it throws, the context and the store are exactly as they were.
+    /// Updates and deletes are checked against what the other side holds now (the parent's values,
+    /// or the row version in the store); a conflict is resolved by ``mergePolicy``.
+    ///
+    /// A context without changes runs no statement and returns `nil`. Posts
+    /// ``ContextEvent/willSave`` and ``ContextEvent/didSave(_:)``.
+    ///
+    /// - Throws: ``ValidationError`` listing every failure (object, key, rule),
+    ///   ``MergeConflictError`` listing every conflict, or a ``StoreError``. When it throws, this
+    ///   context, its ancestors and the store are exactly as they were.
     @discardableResult
     public func save() throws -> CommitResult? {
         assertOnQueue()
+        processPendingChanges()
         guard hasChanges else { return nil }
+        post(.willSave)
         try validateForSave()
+        if parent != nil {
+            _ = try saveIntoParent()
+            return nil
+        }
         let changes = try pendingStoreChanges()
         guard !changes.isEmpty else {
             acceptPendingChanges()
             return nil
         }
-        let result = try coordinator.commit(changes)
+        let outcome = try coordinator.commit(changes, policy: policy)
+        let (rows, removed) = finishSave(outcome.resolutions, committed: true)
+        let didSave = DidSave(rows, generation: outcome.result.generation)
+        post(.didSave(didSave), removed: removed)
+        coordinator.broadcast(didSave, from: self)
+        return outcome.result
+    }
+
+    /// Saves this context and then every ancestor, each into the next, the root into the store:
+    /// update → main → writer → SQLite in one call. Returns the root's ``CommitResult`` (`nil`
+    /// when nothing reached the store).
+    ///
+    /// All or nothing: when a level fails (validation, a conflict under ``MergePolicy/error``,
+    /// SQLite), every level it already saved into is put back exactly as it was, and the error is
+    /// thrown. Put-back objects are reported as refreshed.
+    @discardableResult
+    public func saveToStore() throws -> CommitResult? {
+        assertOnQueue()
+        guard let parent else { return try save() }
+        processPendingChanges()
+        var own: Checkpoint?
+        var pushed: Checkpoint?
+        if hasChanges {
+            own = Checkpoint(self, ids: Array(inserted.keys) + Array(updated.keys) + Array(deleted.keys))
+            post(.willSave)
+            try validateForSave()
+            pushed = try saveIntoParent()
+        }
+        do {
+            return try parent.performAndWait { try parent.saveToStore() }
+        } catch {
+            if let pushed { parent.performAndWait { parent.restore(pushed) } }
+            if let own { restore(own) }
+            throw error
+        }
+    }
+
+    /// Discards the pending changes of this context and of every ancestor.
+    public func rollbackToStore() {
+        assertOnQueue()
+        rollback()
+        if let parent { parent.performAndWait { parent.rollbackToStore() } }
+    }
+
+    /// Pushes the validated changes into the parent; returns the checkpoint that undoes the push.
+    private func saveIntoParent() throws -> Checkpoint {
+        guard let parent else { preconditionFailure("saveIntoParent on a root context") }
+        var push = Push()
+        for object in inserted.values { push.inserted.append((object.objectID, object.current, object.toMany)) }
+        for object in updated.values where hasPendingDifference(object) {
+            push.updated.append((object.objectID, object.committed ?? object.current, object.current, object.toMany))
+        }
+        for object in deleted.values { push.deleted.append((object.objectID, object.committed ?? object.current)) }
+        let policy = self.policy
+        let (checkpoint, resolutions) = try parent.performAndWait { try parent.receive(push, policy: policy, from: self) }
+        let (rows, removed) = finishSave(resolutions, committed: false)
+        post(.didSave(DidSave(rows, generation: nil)), removed: removed)
+        return checkpoint
+    }
+
+    /// After a successful save: applies conflict resolutions, gives written rows their new
+    /// version (`committed`: the rows reached the store), gathers what was saved and makes the
+    /// current values the committed ones.
+    private func finishSave(_ resolutions: [ObjectID: Resolution], committed: Bool) -> (RowChanges, [ObjectID: ManagedObject]) {
+        var removed: [ObjectID: ManagedObject] = [:]
+        var rows = RowChanges()
+        for (id, resolution) in resolutions {
+            guard let object = inserted[id] ?? updated[id] ?? deleted[id] else { continue }
+            inserted[id] = nil
+            updated[id] = nil
+            deleted[id] = nil
+            switch resolution {
+            case .written(var row):
+                if !committed { row.version = object.current.version }
+                object.current = row
+                object.committed = row
+                object.acceptToManyChanges()
+                object.state = .clean
+                rows.updated[id] = row
+            case .adoptedTheirs(let row):
+                object.current = row
+                object.committed = row
+                object.resetToMany()
+                object.state = .clean
+                registered[id] = object
+                rows.toManyTouched.insert(id)
+            case .deletedByThem:
+                object.state = .invalid
+                registered[id] = nil
+                removed[id] = object
+            }
+        }
+        for object in inserted.values {
+            if committed { object.current.version = 1 }
+            rows.inserted[object.objectID] = object.current
+            if object.toMany.contains(where: \.hasChanges) { rows.toManyTouched.insert(object.objectID) }
+        }
+        for object in updated.values {
+            if object.toMany.contains(where: \.hasChanges) { rows.toManyTouched.insert(object.objectID) }
+            guard let before = object.committed, object.current != before else { continue }
+            if committed { object.current.version = before.version + 1 }
+            rows.updated[object.objectID] = object.current
+        }
+        for object in deleted.values {
+            rows.deleted.insert(object.objectID)
+            removed[object.objectID] = object
+        }
         acceptPendingChanges()
-        return result
+        return (rows, removed)
     }
 
     /// What a save would write, gathered without touching any object.
@@ -33,18 +156,18 @@ extension ManagedObjectContext {
             collectJoinChanges(object, into: &changes)
         }
         for object in updated.values where hasPendingDifference(object) {
-            if object.current != object.committed {
-                changes.updated.append((object.info, object.objectID.primaryKey, object.current))
+            if let original = object.committed, object.current != original {
+                changes.updated.append((object.info, object.objectID.primaryKey, object.current, original))
             }
             changes.touchedEntities.insert(object.info.name)
             collectJoinChanges(object, into: &changes)
         }
         for object in deleted.values {
-            changes.deleted.append((object.info, object.objectID.primaryKey))
+            changes.deleted.append((object.info, object.objectID.primaryKey, object.committed ?? object.current))
             changes.touchedEntities.insert(object.info.name)
             for storage in object.info.toManyStorage {
                 if case let .joinTable(table, own, _) = storage {
-                    changes.joinRowsOfDeleted.append((table, own, object.objectID.primaryKey))
+                    changes.joinRowsOfDeleted.append((object.objectID, table, own, object.objectID.primaryKey))
                 }
             }
         }
@@ -56,21 +179,16 @@ extension ManagedObjectContext {
         for (index, storage) in object.info.toManyStorage.enumerated() {
             guard case let .joinTable(table, own, _) = storage, own == "\"a\"" else { continue }
             let key = object.objectID.primaryKey
-            for other in object.toMany[index].added { changes.joinInserts.append((table, key, other)) }
-            for other in object.toMany[index].removed { changes.joinDeletes.append((table, key, other)) }
+            for other in object.toMany[index].added { changes.joinInserts.append((object.objectID, table, key, other)) }
+            for other in object.toMany[index].removed { changes.joinDeletes.append((object.objectID, table, key, other)) }
         }
     }
 
-    /// After a successful commit: the current values become the committed ones.
+    /// After a successful save: the current values become the committed ones.
     func acceptPendingChanges() {
         for object in Array(inserted.values) + Array(updated.values) {
             object.committed = object.current
-            for index in object.toMany.indices {
-                let state = object.toMany[index]
-                if let committed = state.committed { object.toMany[index].committed = state.value(committed: committed) }
-                object.toMany[index].added = []
-                object.toMany[index].removed = []
-            }
+            object.acceptToManyChanges()
             object.state = .clean
         }
         for object in deleted.values {

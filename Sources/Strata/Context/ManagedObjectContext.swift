@@ -5,6 +5,10 @@ internal import StrataSQLite
 /// A scratch pad of objects: insert, change and delete them, fetch with pending changes included,
 /// then `save()` or `rollback()`.
 ///
+/// A *root* context (``StoreCoordinator/newContext(name:)``) saves to the store. A *child* context
+/// (``newChildContext(name:)``) reads through its parent, sees the parent's pending changes, and
+/// saves into the parent's memory only; ``saveToStore()`` saves the whole chain.
+///
 /// Every context runs on its own serial queue. Use it inside ``performAndWait(_:)`` (re-entrant)
 /// or ``perform(_:)`` (async); touching it or its objects from elsewhere stops with a precondition
 /// failure that says so. ``ObjectID``s cross contexts; objects do not.
@@ -17,10 +21,13 @@ internal import StrataSQLite
 ///     try context.save()          // one BEGIN IMMEDIATE … COMMIT; generation + 1
 /// }
 /// ```
-// @unchecked because: every mutable property is read and written only by code running on
-// `queue` (checked by `assertOnQueue()` at every entry point); `owner` is an atomic.
+// @unchecked because: every plain mutable property is read and written only by code running on
+// `queue` (checked by `assertOnQueue()` at every entry point); `owner`, `mergesFromParent`,
+// `hasListeners` are atomics and `children`, `listeners` mutexes.
 public final class ManagedObjectContext: @unchecked Sendable {
     public let coordinator: StoreCoordinator
+    /// The context this one saves into; `nil` for a root context, which saves to the store.
+    public let parent: ManagedObjectContext?
     /// A name for logs and debugging.
     public let name: String?
 
@@ -32,10 +39,48 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var updated: [ObjectID: ManagedObject] = [:]
     var deleted: [ObjectID: ManagedObject] = [:]
 
-    init(coordinator: StoreCoordinator, name: String?) {
+    var policy: MergePolicy = .error
+    let mergesFromParent = Atomic<Bool>(false)
+    let children = Mutex<[WeakContext]>([])
+    let listeners = Mutex(ContextListeners())
+    let hasListeners = Atomic<Bool>(false)
+    var localChanges = ObjectChanges()
+
+    init(coordinator: StoreCoordinator, parent: ManagedObjectContext?, name: String?) {
         self.coordinator = coordinator
+        self.parent = parent
         self.name = name
         queue = DispatchQueue(label: "strata.context.\(name ?? "unnamed")")
+    }
+
+    /// A new context whose parent is this one: it reads through this context (seeing its pending
+    /// changes) and its `save()` pushes into this context's memory without touching the store.
+    public func newChildContext(name: String? = nil) -> ManagedObjectContext {
+        let child = ManagedObjectContext(coordinator: coordinator, parent: self, name: name)
+        children.withLock { list in
+            list.removeAll { $0.context == nil }
+            list.append(WeakContext(context: child))
+        }
+        return child
+    }
+
+    /// What a save does when another context changed an object since this one read it. Default
+    /// ``MergePolicy/error``.
+    public var mergePolicy: MergePolicy {
+        get { assertOnQueue(); return policy }
+        set { assertOnQueue(); policy = newValue }
+    }
+
+    /// When true, this context merges what others save: for a root context, every save of another
+    /// root context on the same coordinator; for a child, every change its parent receives from a
+    /// merge or from another child's save. Merges run asynchronously on this context's queue, in
+    /// save order; they never need the main queue. Default `false`, as in Core Data.
+    public var automaticallyMergesChangesFromParent: Bool {
+        get { mergesFromParent.load(ordering: .acquiring) }
+        set {
+            mergesFromParent.store(newValue, ordering: .releasing)
+            if parent == nil, newValue { coordinator.registerMergingRoot(self) }
+        }
     }
 
     var schema: Schema { coordinator.model.schema }
@@ -59,11 +104,16 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// Runs `body` on the context's queue and waits for it. Re-entrant: called from the context's
     /// own queue it runs `body` at once.
+    ///
+    /// Local changes made inside are reported (one objects-did-change) when the outermost block ends.
     public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
         if isOnQueue { return try body() }
         return try queue.sync {
             let previous = owner.exchange(Self.currentThread(), ordering: .acquiringAndReleasing)
-            defer { owner.store(previous, ordering: .releasing) }
+            defer {
+                if !localChanges.isEmpty { processPendingChanges() }
+                owner.store(previous, ordering: .releasing)
+            }
             return try body()
         }
     }
@@ -71,11 +121,19 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Runs `body` on the context's queue and returns its result.
     public func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                let previous = self.owner.exchange(Self.currentThread(), ordering: .acquiringAndReleasing)
-                defer { self.owner.store(previous, ordering: .releasing) }
-                continuation.resume(with: Result { try body() })
+            enqueue { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// Runs `body` on the context's queue later, as a `perform` block.
+    func enqueue(_ body: @escaping @Sendable () -> Void) {
+        queue.async {
+            let previous = self.owner.exchange(Self.currentThread(), ordering: .acquiringAndReleasing)
+            defer {
+                if !self.localChanges.isEmpty { self.processPendingChanges() }
+                self.owner.store(previous, ordering: .releasing)
             }
+            body()
         }
     }
 
@@ -111,6 +169,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, context: self, row: nil, isNew: true))
         registered[id] = object
         inserted[id] = object
+        noteLocal(id, \.inserted)
         return object
     }
 
@@ -149,17 +208,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
         return object
     }
 
-    /// Reads a fault's row.
+    /// Reads a fault's row: from the parent context for a child, from the store for a root.
     func fulfill(_ object: ManagedObject) throws {
         guard object.isFault else { return }
-        let info = object.info
-        let row: RowSnapshot? = try coordinator.withConnection { db in
-            let statement = try db.cachedStatement(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) = ?")
-            try statement.bind(object.objectID.primaryKey, at: 1)
-            defer { statement.reset() }
-            return try statement.step() ? RowSnapshot(statement: statement, info: info) : nil
-        }
-        guard let row else { throw ObjectError.objectNotFound(object.objectID) }
+        guard let row = try parentRow(for: object.objectID) else { throw ObjectError.objectNotFound(object.objectID) }
         object.current = row
         object.committed = row
         object.isFault = false
@@ -188,6 +240,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// ones return to their last saved values.
     public func rollback() {
         assertOnQueue()
+        var changes = ObjectChanges(deleted: Set(inserted.keys), refreshed: Set(updated.keys).union(deleted.keys))
+        let removed = inserted
         for object in inserted.values {
             object.state = .invalid
             registered[object.objectID] = nil
@@ -199,13 +253,18 @@ public final class ManagedObjectContext: @unchecked Sendable {
                 object.toMany[index].removed = []
             }
             object.state = .clean
+            registered[object.objectID] = object
         }
         inserted = [:]
         updated = [:]
         deleted = [:]
+        localChanges = ObjectChanges()
+        changes.refreshed.subtract(changes.deleted)
+        if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
     }
 
-    /// Forgets every object, changed or not. Objects held elsewhere become unusable.
+    /// Forgets every object, changed or not. Objects held elsewhere become unusable. Posts
+    /// ``ContextEvent/reload(_:)`` with ``ReloadReason/reset``: observers start over from a fetch.
     public func reset() {
         assertOnQueue()
         for object in registered.values { object.state = .invalid }
@@ -213,5 +272,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         inserted = [:]
         updated = [:]
         deleted = [:]
+        localChanges = ObjectChanges()
+        post(.reload(.reset))
     }
 }

@@ -63,22 +63,34 @@ extension ManagedObjectContext {
         return min(afterOffset, request.fetchLimit ?? afterOffset)
     }
 
+    /// True when SQL alone cannot answer: this context or, for a child, an ancestor holds unsaved
+    /// changes to an entity the request reads.
     private func hasPendingChanges(for plan: FetchPlan) -> Bool {
         guard plan.request.includesPendingChanges else { return false }
-        let names = plan.entities
-        return inserted.keys.contains { names.contains($0.entityName) }
-            || deleted.keys.contains { names.contains($0.entityName) }
-            || updated.keys.contains { names.contains($0.entityName) }
+        return chainHasPendingChanges(plan.entities)
     }
 
-    /// Store rows merged with this context's pending changes, filtered and sorted in memory by the
-    /// same rules as SQL.
+    /// Store rows overlaid with the ancestors' and this context's pending changes, filtered and
+    /// sorted in memory by the same rules as SQL.
     private func fetchMergingPendingChanges(_ plan: FetchPlan) throws -> [ManagedObject] {
         let sql = plan.info.selectSQL + " ORDER BY \(quoted(primaryKeyColumn))"
-        let rows: [(Int64, RowSnapshot)] = try coordinator.withConnection { db in
+        var rows: [(Int64, RowSnapshot)] = try coordinator.withConnection { db in
             var rows: [(Int64, RowSnapshot)] = []
             try db.cachedStatement(sql).forEachRow { rows.append(($0.int64(at: 0), RowSnapshot(statement: $0, info: plan.info))) }
             return rows
+        }
+        if parent != nil {
+            let overlay = ancestorOverlay(plan.info.name)
+            if !overlay.rows.isEmpty || !overlay.deleted.isEmpty {
+                var stored = Set<Int64>()
+                rows = rows.compactMap { key, row in
+                    stored.insert(key)
+                    let id = ObjectID(entityName: plan.info.name, primaryKey: key)
+                    if overlay.deleted.contains(id) { return nil }
+                    return (key, overlay.rows[id] ?? row)
+                }
+                for (id, row) in overlay.rows where !stored.contains(id.primaryKey) { rows.append((id.primaryKey, row)) }
+            }
         }
         var objects = rows.map { register(plan.info, $0.0, $0.1) }.filter { $0.state != .deleted && $0.state != .invalid }
         objects += inserted.values.filter { $0.info === plan.info }
@@ -174,7 +186,7 @@ struct FetchPlan {
     }
 
     var columnList: String {
-        ([primaryKeyColumn] + info.columns).map { "t0.\(quoted($0))" }.joined(separator: ", ")
+        ([primaryKeyColumn] + info.columns + [versionColumn]).map { "t0.\(quoted($0))" }.joined(separator: ", ")
     }
 
     func matches(_ object: ManagedObject, in context: ManagedObjectContext) throws -> Bool {

@@ -185,6 +185,23 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 }
 
+extension ManagedObject {
+    /// The to-many members as they are now become the committed ones.
+    func acceptToManyChanges() {
+        for index in toMany.indices {
+            let state = toMany[index]
+            if let committed = state.committed { toMany[index].committed = state.value(committed: committed) }
+            toMany[index].added = []
+            toMany[index].removed = []
+        }
+    }
+
+    /// Forgets the to-many members: they are read again on next use.
+    func resetToMany() {
+        for index in toMany.indices { toMany[index] = ToManyState() }
+    }
+}
+
 /// A to-many relationship's value: the stored set (loaded on first use) plus pending changes.
 struct ToManyState {
     var committed: Set<Int64>?

@@ -1,14 +1,25 @@
 internal import Foundation
 internal import StrataSQLite
 
-/// One row's values: attributes in model order, then to-one destination keys.
+/// One row's values: attributes in model order, then to-one destination keys, plus the row
+/// version they were read at.
+///
+/// Equality compares the values only: the version is optimistic-locking bookkeeping, and two
+/// snapshots with the same values are the same row state whatever version each was read at.
 struct RowSnapshot: Sendable, Equatable {
     var attributes: [AttributeValue?]
     var toOnes: [Int64?]
+    /// The stored row's `_version` these values were read at (0: never stored).
+    var version: Int64 = 0
 
-    init(attributes: [AttributeValue?], toOnes: [Int64?]) {
+    init(attributes: [AttributeValue?], toOnes: [Int64?], version: Int64 = 0) {
         self.attributes = attributes
         self.toOnes = toOnes
+        self.version = version
+    }
+
+    static func == (lhs: RowSnapshot, rhs: RowSnapshot) -> Bool {
+        lhs.attributes == rhs.attributes && lhs.toOnes == rhs.toOnes
     }
 
     /// A new object's values: every default, no relationships.
@@ -17,7 +28,8 @@ struct RowSnapshot: Sendable, Equatable {
         toOnes = Array(repeating: nil, count: info.toOnes.count)
     }
 
-    /// Reads the row the statement is positioned on; column 0 is the primary key.
+    /// Reads the row the statement is positioned on (columns as in `EntityInfo.selectSQL`):
+    /// column 0 is the primary key, the version follows the to-ones.
     init(statement: Statement, info: EntityInfo, firstColumn: Int32 = 1) {
         var column = firstColumn
         attributes = info.attributes.map { attribute in
@@ -28,6 +40,7 @@ struct RowSnapshot: Sendable, Equatable {
             defer { column += 1 }
             return statement.isNull(at: column) ? nil : statement.int64(at: column)
         }
+        version = statement.int64(at: column)
     }
 
     static func read(_ statement: Statement, _ column: Int32, as type: AttributeType) -> AttributeValue? {

@@ -4,6 +4,9 @@ func quoted(_ identifier: String) -> String { "\"" + identifier.replacingOccurre
 /// The primary key column of every entity table. Property names cannot start with `_`.
 let primaryKeyColumn = "_pk"
 
+/// The optimistic-locking column of every entity table: 1 on insert, + 1 on every update.
+let versionColumn = "_version"
+
 /// A model resolved for storage: per entity, its slots, columns, SQL and relationship storage.
 /// Immutable after creation.
 final class Schema: Sendable {
@@ -85,8 +88,14 @@ final class EntityInfo: Sendable {
     /// Storage columns in row order: attributes, then to-ones.
     let columns: [String]
     let insertSQL: String
+    /// Updates every column and bumps the version where the row still has the version read.
     let updateSQL: String
+    /// Updates every column and bumps the version whatever the stored version (a resolved conflict).
+    let forceUpdateSQL: String
+    /// Deletes the row where it still has the version read.
     let deleteSQL: String
+    let forceDeleteSQL: String
+    /// Primary key, the columns in row order, then the version.
     let selectSQL: String
     let creationSQL: [String]
 
@@ -118,15 +127,19 @@ final class EntityInfo: Sendable {
         let quotedColumns = columns.map(quoted)
         let pk = quoted(primaryKeyColumn)
         insertSQL = "INSERT INTO \(table) (\(([pk] + quotedColumns).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")))"
-        updateSQL = quotedColumns.isEmpty ? "" :
-            "UPDATE \(table) SET \(quotedColumns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE \(pk) = ?"
-        deleteSQL = "DELETE FROM \(table) WHERE \(pk) = ?"
-        selectSQL = "SELECT \(([pk] + quotedColumns).joined(separator: ", ")) FROM \(table)"
+        let version = quoted(versionColumn)
+        let assignments = (quotedColumns.map { "\($0) = ?" } + ["\(version) = \(version) + 1"]).joined(separator: ", ")
+        updateSQL = "UPDATE \(table) SET \(assignments) WHERE \(pk) = ? AND \(version) = ?"
+        forceUpdateSQL = "UPDATE \(table) SET \(assignments) WHERE \(pk) = ? RETURNING \(version)"
+        deleteSQL = "DELETE FROM \(table) WHERE \(pk) = ? AND \(version) = ?"
+        forceDeleteSQL = "DELETE FROM \(table) WHERE \(pk) = ?"
+        selectSQL = "SELECT \(([pk] + quotedColumns + [version]).joined(separator: ", ")) FROM \(table)"
 
         var create: [String] = []
         let definitions = ["\(pk) INTEGER PRIMARY KEY"]
             + attributes.map { a in ([quoted(a.name), a.type.columnDeclaration].filter { !$0.isEmpty }).joined(separator: " ") }
             + toOnes.map { "\(quoted($0.name)) INTEGER" }
+            + ["\(version) INTEGER NOT NULL DEFAULT 1"]
         create.append("CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
         for a in attributes where a.isIndexed {
             create.append("CREATE INDEX \(quoted("\(entity.name)_\(a.name)")) ON \(table) (\(quoted(a.name)))")

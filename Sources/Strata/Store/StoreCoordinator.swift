@@ -1,5 +1,6 @@
 public import Foundation
 public import StrataSQLite
+internal import Synchronization
 
 /// The store coordinator: owns the SQLite connection of one store file and is the only part of
 /// Strata that reads or writes it.
@@ -78,7 +79,26 @@ public final class StoreCoordinator: @unchecked Sendable {
 
     /// A new root context that saves straight to this store.
     public func newContext(name: String? = nil) -> ManagedObjectContext {
-        ManagedObjectContext(coordinator: self, name: name)
+        ManagedObjectContext(coordinator: self, parent: nil, name: name)
+    }
+
+    /// Root contexts that asked to merge the others' saves.
+    private let mergingRoots = Mutex<[WeakContext]>([])
+
+    func registerMergingRoot(_ context: ManagedObjectContext) {
+        mergingRoots.withLock { list in
+            list.removeAll { $0.context == nil }
+            if !list.contains(where: { $0.context === context }) { list.append(WeakContext(context: context)) }
+        }
+    }
+
+    /// Hands a root context's save to every other root context that merges automatically; each
+    /// merges on its own queue, in the order of the saves.
+    func broadcast(_ save: DidSave, from origin: ManagedObjectContext) {
+        let targets = mergingRoots.withLock { $0.compactMap(\.context) }
+        for target in targets where target !== origin && target.automaticallyMergesChangesFromParent {
+            target.enqueue { target.mergeChanges(from: save) }
+        }
     }
 
     /// Closes the connection. Using the coordinator afterwards is a programmer error.
@@ -166,15 +186,42 @@ public final class StoreCoordinator: @unchecked Sendable {
 
     /// Writes `changes` in one `BEGIN IMMEDIATE … COMMIT`: rows, join rows, the generation bump
     /// with a fresh nonce, and the generations of the touched entities. Nothing is written when
-    /// any statement fails.
-    func commit(_ changes: StoreChanges) throws -> CommitResult {
+    /// any statement fails or a conflict is refused.
+    ///
+    /// Updates and deletes are optimistic: each applies only where the row still has the version
+    /// the context read. A row changed or deleted since is a conflict, resolved by `policy`
+    /// inside the same transaction (see ``MergePolicy``).
+    func commit(_ changes: StoreChanges, policy: MergePolicy) throws -> CommitOutcome {
         precondition(!changes.isEmpty, "commit called with nothing to write")
         return try withConnection { db in
-            let result = try db.transaction(.immediate) {
-                for (info, key) in changes.deleted {
-                    try db.cachedStatement(info.deleteSQL).execute(.integer(key))
+            let outcome = try db.transaction(.immediate) {
+                var resolutions: [ObjectID: Resolution] = [:]
+                var conflicts: [MergeConflict] = []
+                /// Runs the policy on a row whose optimistic write found another version.
+                func resolve(_ info: EntityInfo, _ key: Int64, original: RowSnapshot, ours: RowSnapshot?) throws -> (RowSnapshot?, ConflictOutcome?) {
+                    let theirs = try StoreCoordinator.readRow(db, info, key)
+                    let id = ObjectID(entityName: info.name, primaryKey: key)
+                    do {
+                        return (theirs, try policy.resolve(info, id, original: original, ours: ours, theirs: theirs, stored: { theirs }))
+                    } catch let error as MergeConflictError {
+                        conflicts += error.conflicts
+                        return (theirs, .adoptDeletion)
+                    }
                 }
-                for (table, column, key) in changes.joinRowsOfDeleted {
+                for (info, key, original) in changes.deleted {
+                    try db.cachedStatement(info.deleteSQL).execute(.integer(key), .integer(original.version))
+                    guard db.changes == 0 else { continue }
+                    let id = ObjectID(entityName: info.name, primaryKey: key)
+                    switch try resolve(info, key, original: original, ours: nil) {
+                    case (_, nil), (_, .delete?):
+                        try db.cachedStatement(info.forceDeleteSQL).execute(.integer(key))
+                    case (_, .adoptTheirs(let theirs)?):
+                        resolutions[id] = .adoptedTheirs(theirs)
+                    case (_, .adoptDeletion?), (_, .write?):
+                        resolutions[id] = .deletedByThem
+                    }
+                }
+                for (owner, table, column, key) in changes.joinRowsOfDeleted where resolutions[owner] == nil {
                     try db.cachedStatement("DELETE FROM \(table) WHERE \(column) = ?").execute(.integer(key))
                 }
                 // One statement lookup per entity, not per row: every parameter is bound for each
@@ -194,16 +241,30 @@ public final class StoreCoordinator: @unchecked Sendable {
                     try insert.execute()
                 }
                 statements.removeAll(keepingCapacity: true)
-                for (info, key, row) in changes.updated where !info.updateSQL.isEmpty {
+                for (info, key, row, original) in changes.updated {
                     let update = try statement(info, info.updateSQL)
                     try row.bind(to: update, from: 1)
                     try update.bind(key, at: Int32(info.columns.count + 1))
+                    try update.bind(original.version, at: Int32(info.columns.count + 2))
                     try update.execute()
+                    guard db.changes == 0 else { continue }
+                    let id = ObjectID(entityName: info.name, primaryKey: key)
+                    switch try resolve(info, key, original: original, ours: row) {
+                    case (_, nil):
+                        resolutions[id] = .written(try StoreCoordinator.forceUpdate(db, info, key, row))
+                    case (_, .write(let merged)?):
+                        resolutions[id] = .written(try StoreCoordinator.forceUpdate(db, info, key, merged))
+                    case (_, .adoptTheirs(let theirs)?):
+                        resolutions[id] = .adoptedTheirs(theirs)
+                    case (_, .adoptDeletion?), (_, .delete?):
+                        resolutions[id] = .deletedByThem
+                    }
                 }
-                for (table, a, b) in changes.joinDeletes {
+                if !conflicts.isEmpty { throw MergeConflictError(conflicts: conflicts) }
+                for (owner, table, a, b) in changes.joinDeletes where resolutions[owner] == nil {
                     try db.cachedStatement("DELETE FROM \(table) WHERE \"a\" = ? AND \"b\" = ?").execute(.integer(a), .integer(b))
                 }
-                for (table, a, b) in changes.joinInserts {
+                for (owner, table, a, b) in changes.joinInserts where resolutions[owner] == nil {
                     try db.cachedStatement("INSERT OR IGNORE INTO \(table) (\"a\", \"b\") VALUES (?, ?)").execute(.integer(a), .integer(b))
                 }
                 let nonce = StoreCoordinator.randomNonce()
@@ -222,10 +283,56 @@ public final class StoreCoordinator: @unchecked Sendable {
                     try db.cachedStatement("UPDATE strata_meta SET model_version = ?, model_json = ? WHERE id = 1")
                         .execute(.text(model.versionIdentifier), .text(String(decoding: model.jsonData(), as: UTF8.self)))
                 }
-                return CommitResult(generation: generation, nonce: nonce, touchedEntities: changes.touchedEntities)
+                return CommitOutcome(
+                    result: CommitResult(generation: generation, nonce: nonce, touchedEntities: changes.touchedEntities),
+                    resolutions: resolutions)
             }
             refreshModelJSON = false   // still under the lock, and only once COMMIT succeeded
-            return result
+            return outcome
+        }
+    }
+
+    /// The stored row `key` of `info`, or `nil`.
+    static func readRow(_ db: Connection, _ info: EntityInfo, _ key: Int64) throws -> RowSnapshot? {
+        let statement = try db.cachedStatement(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) = ?")
+        try statement.bind(key, at: 1)
+        defer { statement.reset() }
+        return try statement.step() ? RowSnapshot(statement: statement, info: info) : nil
+    }
+
+    /// Writes `row` whatever the stored version; returns it with the new version.
+    private static func forceUpdate(_ db: Connection, _ info: EntityInfo, _ key: Int64, _ row: RowSnapshot) throws -> RowSnapshot {
+        let update = try db.cachedStatement(info.forceUpdateSQL)
+        try row.bind(to: update, from: 1)
+        try update.bind(key, at: Int32(info.columns.count + 1))
+        defer { update.reset() }
+        var written = row
+        if try update.step() { written.version = update.int64(at: 0) }
+        while try update.step() {}
+        return written
+    }
+
+    /// The stored row of `id` (for a fault, or a child context's read through its ancestors).
+    func row(for id: ObjectID) throws -> RowSnapshot? {
+        guard let info = model.schema.infos[id.entityName] else { throw ObjectError.unknownEntity(id.entityName) }
+        return try withConnection { try StoreCoordinator.readRow($0, info, id.primaryKey) }
+    }
+
+    /// The stored members of to-many `index` of object `key` of `info`.
+    func toManyKeys(_ info: EntityInfo, _ index: Int, of key: Int64) throws -> Set<Int64> {
+        let sql: String
+        switch info.toManyStorage[index] {
+        case let .inverseColumn(table, column):
+            sql = "SELECT \(quoted(primaryKeyColumn)) FROM \(table) WHERE \(column) = ?"
+        case let .joinTable(table, own, other):
+            sql = "SELECT \(other) FROM \(table) WHERE \(own) = ?"
+        }
+        return try withConnection { db in
+            let statement = try db.cachedStatement(sql)
+            try statement.bind(key, at: 1)
+            var keys = Set<Int64>()
+            try statement.forEachRow { keys.insert($0.int64(at: 0)) }
+            return keys
         }
     }
 
@@ -235,18 +342,36 @@ public final class StoreCoordinator: @unchecked Sendable {
     }
 }
 
-/// Everything one save writes.
+/// Everything one save writes. Updates and deletes carry the row as read (`original`), whose
+/// version the optimistic write checks.
 struct StoreChanges {
     var inserted: [(EntityInfo, Int64, RowSnapshot)] = []
-    var updated: [(EntityInfo, Int64, RowSnapshot)] = []
-    var deleted: [(EntityInfo, Int64)] = []
-    /// (join table, column, key): every join row of a deleted object.
-    var joinRowsOfDeleted: [(String, String, Int64)] = []
-    var joinInserts: [(String, Int64, Int64)] = []
-    var joinDeletes: [(String, Int64, Int64)] = []
+    var updated: [(EntityInfo, Int64, RowSnapshot, original: RowSnapshot)] = []
+    var deleted: [(EntityInfo, Int64, original: RowSnapshot)] = []
+    /// (deleted object, join table, column, key): every join row of a deleted object.
+    var joinRowsOfDeleted: [(ObjectID, String, String, Int64)] = []
+    /// (owner, join table, a, b).
+    var joinInserts: [(ObjectID, String, Int64, Int64)] = []
+    var joinDeletes: [(ObjectID, String, Int64, Int64)] = []
     var touchedEntities: Set<String> = []
 
     var isEmpty: Bool {
         inserted.isEmpty && updated.isEmpty && deleted.isEmpty && joinInserts.isEmpty && joinDeletes.isEmpty
     }
+}
+
+/// How a conflicting object ended in a commit.
+enum Resolution: Equatable {
+    /// The row was written with these values (merged by the policy) at this version.
+    case written(RowSnapshot)
+    /// Nothing was written; the object takes the stored row.
+    case adoptedTheirs(RowSnapshot)
+    /// The row was deleted by someone else; the object leaves the context.
+    case deletedByThem
+}
+
+/// A commit's public result plus how its conflicts were resolved.
+struct CommitOutcome {
+    var result: CommitResult
+    var resolutions: [ObjectID: Resolution]
 }

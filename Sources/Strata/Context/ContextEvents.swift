@@ -1,0 +1,196 @@
+internal import Foundation
+internal import Synchronization
+
+/// Object IDs a change touched, by kind.
+public struct ObjectChanges: Sendable, Equatable {
+    public var inserted: Set<ObjectID> = []
+    public var updated: Set<ObjectID> = []
+    public var deleted: Set<ObjectID> = []
+    /// Objects whose values were re-read (``ManagedObjectContext/refresh(_:mergeChanges:)``, or a
+    /// failed cascading save putting them back as they were).
+    public var refreshed: Set<ObjectID> = []
+    /// Objects that left the context without a delete of theirs: their row vanished.
+    public var invalidated: Set<ObjectID> = []
+
+    public init(inserted: Set<ObjectID> = [], updated: Set<ObjectID> = [], deleted: Set<ObjectID> = [],
+                refreshed: Set<ObjectID> = [], invalidated: Set<ObjectID> = []) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.refreshed = refreshed
+        self.invalidated = invalidated
+    }
+
+    public var isEmpty: Bool {
+        inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty && invalidated.isEmpty
+    }
+
+    /// Every ID named, whatever the kind.
+    public var all: Set<ObjectID> { inserted.union(updated).union(deleted).union(refreshed).union(invalidated) }
+}
+
+/// What a save wrote: the IDs, and the committed store generation when the save reached the store.
+///
+/// Pass it to another context's ``ManagedObjectContext/mergeChanges(from:)`` to bring that context
+/// up to date without reading the store.
+public struct DidSave: Sendable {
+    public var inserted: Set<ObjectID>
+    public var updated: Set<ObjectID>
+    public var deleted: Set<ObjectID>
+    /// The generation the commit created; `nil` for a child context's save (it reached only the
+    /// parent's memory).
+    public var generation: Int64?
+    /// The rows as saved, so that a merge needs no SQL.
+    let rows: RowChanges
+
+    init(_ rows: RowChanges, generation: Int64?) {
+        self.rows = rows
+        inserted = Set(rows.inserted.keys)
+        updated = Set(rows.updated.keys)
+        deleted = rows.deleted
+        self.generation = generation
+    }
+}
+
+/// Rows a save or merge carries from one context to another.
+struct RowChanges: Sendable {
+    var inserted: [ObjectID: RowSnapshot] = [:]
+    var updated: [ObjectID: RowSnapshot] = [:]
+    var deleted: Set<ObjectID> = []
+    /// Objects whose to-many relationships changed (a member joined or left): a context holding
+    /// one re-reads those relationships on next use.
+    var toManyTouched: Set<ObjectID> = []
+
+    var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && toManyTouched.isEmpty }
+}
+
+/// Why a context's objects all went away at once.
+public enum ReloadReason: String, Sendable {
+    /// ``ManagedObjectContext/reset()``.
+    case reset
+    /// The store under the context was replaced; every object ID may name something else now.
+    case storeReplaced
+}
+
+/// Everything a context reports, in the order it happens.
+public enum ContextEvent: Sendable {
+    /// Objects of the context changed: local edits (reported when the outermost `perform` block
+    /// ends, or at the start of a save), a child's save, a merge, a refresh.
+    case objectsDidChange(ObjectChanges)
+    /// A save is about to validate and write.
+    case willSave
+    /// A save finished.
+    case didSave(DidSave)
+    /// Every object was dropped; start over from a fetch.
+    case reload(ReloadReason)
+}
+
+/// An event delivered to a callback on the context's queue, with the registered objects it names.
+public struct ContextNotification {
+    public let event: ContextEvent
+    /// The objects the event names that the context holds (deleted ones included, already
+    /// turned invalid when the deletion was saved or merged).
+    public let objects: [ObjectID: ManagedObject]
+}
+
+/// Keeps a callback registered; ``cancel()`` (or releasing it) unregisters.
+public final class ContextObservation: Sendable {
+    private let onCancel: Mutex<(@Sendable () -> Void)?>
+
+    init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = Mutex(onCancel) }
+
+    public func cancel() {
+        let body = onCancel.withLock { body in defer { body = nil }; return body }
+        body?()
+    }
+
+    deinit { cancel() }
+}
+
+/// The listeners of one context.
+struct ContextListeners: ~Copyable {
+    // @unchecked because: callbacks are only called on the owning context's queue.
+    struct Callback: @unchecked Sendable {
+        let body: (ContextNotification) -> Void
+    }
+
+    var nextToken = 0
+    var callbacks: [Int: Callback] = [:]
+    var streams: [Int: AsyncStream<ContextEvent>.Continuation] = [:]
+
+    var isEmpty: Bool { callbacks.isEmpty && streams.isEmpty }
+}
+
+extension ManagedObjectContext {
+    /// Calls `handler` on the context's queue with every event, until the returned observation is
+    /// cancelled or released.
+    public func addObserver(_ handler: @escaping (ContextNotification) -> Void) -> ContextObservation {
+        let token = listeners.withLock { listeners in
+            listeners.nextToken += 1
+            listeners.callbacks[listeners.nextToken] = .init(body: handler)
+            return listeners.nextToken
+        }
+        hasListeners.store(true, ordering: .releasing)
+        return ContextObservation { [weak self] in
+            self?.listeners.withLock { _ = $0.callbacks.removeValue(forKey: token) }
+        }
+    }
+
+    /// Every event from now on, as an async sequence (IDs only: objects stay on their queue).
+    /// The sequence ends when the consuming task is cancelled.
+    public func events() -> AsyncStream<ContextEvent> {
+        let (stream, continuation) = AsyncStream<ContextEvent>.makeStream()
+        let token = listeners.withLock { listeners in
+            listeners.nextToken += 1
+            listeners.streams[listeners.nextToken] = continuation
+            return listeners.nextToken
+        }
+        hasListeners.store(true, ordering: .releasing)
+        continuation.onTermination = { [weak self] _ in
+            self?.listeners.withLock { _ = $0.streams.removeValue(forKey: token) }
+        }
+        return stream
+    }
+
+    /// Delivers `event`: callbacks first (synchronously, on this queue), then streams. `removed`
+    /// holds objects the event names that already left the registry.
+    func post(_ event: ContextEvent, removed: [ObjectID: ManagedObject] = [:]) {
+        guard hasListeners.load(ordering: .acquiring) else { return }
+        let (callbacks, streams) = listeners.withLock { (Array($0.callbacks.values), Array($0.streams.values)) }
+        if !callbacks.isEmpty {
+            var objects: [ObjectID: ManagedObject] = [:]
+            let ids: Set<ObjectID> = switch event {
+            case .objectsDidChange(let changes): changes.all
+            case .didSave(let save): save.inserted.union(save.updated).union(save.deleted)
+            case .willSave, .reload: []
+            }
+            for id in ids { if let object = registered[id] ?? removed[id] { objects[id] = object } }
+            let notification = ContextNotification(event: event, objects: objects)
+            for callback in callbacks { callback.body(notification) }
+        }
+        for stream in streams { stream.yield(event) }
+    }
+
+    /// Records a local change for the next objects-did-change (only while someone listens).
+    func noteLocal(_ id: ObjectID, _ kind: WritableKeyPath<ObjectChanges, Set<ObjectID>>) {
+        guard hasListeners.load(ordering: .relaxed) else { return }
+        localChanges[keyPath: kind].insert(id)
+    }
+
+    /// Posts the local changes made since the last call as one objects-did-change. Runs when the
+    /// outermost `perform`/`performAndWait` block ends and at the start of a save; call it to
+    /// report earlier.
+    public func processPendingChanges() {
+        assertOnQueue()
+        guard !localChanges.isEmpty else { return }
+        var changes = localChanges
+        localChanges = ObjectChanges()
+        // An object inserted and changed since the last report is reported as inserted only.
+        changes.updated.subtract(changes.inserted)
+        changes.updated.subtract(changes.deleted)
+        let both = changes.inserted.intersection(changes.deleted)
+        changes.inserted.subtract(both)
+        changes.deleted.subtract(both)
+        if !changes.isEmpty { post(.objectsDidChange(changes)) }
+    }
+}

@@ -1,0 +1,134 @@
+/// Merging other contexts' saves, and refreshing objects from the level above.
+extension ManagedObjectContext {
+    /// Brings this context up to date with another context's save, without reading the store.
+    ///
+    /// Registered objects take the saved values: an unchanged object takes them all; one with
+    /// pending changes keeps its changed properties and takes the rest, and its saved snapshot
+    /// becomes the new one (so its next save does not conflict with the merged save). Objects the
+    /// save deleted leave the context.
+    ///
+    /// The objects-did-change it posts names **every** inserted, updated and deleted ID of the save,
+    /// registered here or not, so that a results controller re-evaluates rows it has never
+    /// materialised (where Core Data reports registered objects only). Children that merge
+    /// automatically receive the same changes.
+    public func mergeChanges(from save: DidSave) {
+        assertOnQueue()
+        merge(save.rows, generation: save.generation)
+    }
+
+    func merge(_ rows: RowChanges, generation: Int64?) {
+        assertOnQueue()
+        for (id, row) in rows.inserted.merging(rows.updated, uniquingKeysWith: { $1 }) {
+            guard let object = registered[id], !object.isFault else { continue }
+            switch object.state {
+            case .clean:
+                object.current = row
+                object.committed = row
+            case .updated, .deleted:
+                object.current = ManagedObjectContext.keepingChanges(of: object, over: row)
+                object.committed = row
+            case .inserted, .invalid:
+                break
+            }
+        }
+        var removed: [ObjectID: ManagedObject] = [:]
+        for id in rows.deleted {
+            guard let object = registered[id] ?? deleted[id] else { continue }
+            registered[id] = nil
+            updated[id] = nil
+            deleted[id] = nil
+            inserted[id] = nil
+            object.state = .invalid
+            removed[id] = object
+        }
+        for id in rows.toManyTouched {
+            guard let object = registered[id] else { continue }
+            for index in object.toMany.indices where object.state != .inserted { object.toMany[index].committed = nil }
+        }
+        let changes = ObjectChanges(inserted: Set(rows.inserted.keys), updated: Set(rows.updated.keys), deleted: rows.deleted)
+        if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
+        forward(rows, except: nil)
+    }
+
+    /// `row`, with the properties `object` changed since it was read kept as they are now.
+    static func keepingChanges(of object: ManagedObject, over row: RowSnapshot) -> RowSnapshot {
+        guard let before = object.committed else { return object.current }
+        var merged = row
+        for i in merged.attributes.indices where object.current.attributes[i] != before.attributes[i] {
+            merged.attributes[i] = object.current.attributes[i]
+        }
+        for i in merged.toOnes.indices where object.current.toOnes[i] != before.toOnes[i] {
+            merged.toOnes[i] = object.current.toOnes[i]
+        }
+        merged.version = row.version
+        return merged
+    }
+
+    /// Re-reads `object` from the level above (the parent context, or the store).
+    ///
+    /// - `mergeChanges: false`: pending changes to the object are discarded and it becomes a
+    ///   fault, read again on next access.
+    /// - `mergeChanges: true`: the object takes the current values and keeps the properties it
+    ///   changed; its saved snapshot becomes the values read.
+    ///
+    /// An object whose row is gone leaves the context (reported as invalidated). A newly
+    /// inserted object has nothing to re-read and is left alone.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) throws {
+        assertOnQueue()
+        precondition(object.context === self, "refresh(_:mergeChanges:) was given an object of another context: refresh context.object(with: object.objectID) instead.")
+        var changes = ObjectChanges()
+        var removed: [ObjectID: ManagedObject] = [:]
+        try refresh(object, mergeChanges: mergeChanges, into: &changes, removed: &removed)
+        if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
+    }
+
+    /// Refreshes every registered object: unchanged ones become faults (no I/O), changed ones are
+    /// re-read and keep their changes, as ``refresh(_:mergeChanges:)`` with `true`.
+    public func refreshAllObjects() throws {
+        assertOnQueue()
+        var changes = ObjectChanges()
+        var removed: [ObjectID: ManagedObject] = [:]
+        for object in Array(registered.values) {
+            if object.state == .clean {
+                try refresh(object, mergeChanges: false, into: &changes, removed: &removed)
+            } else {
+                try refresh(object, mergeChanges: true, into: &changes, removed: &removed)
+            }
+        }
+        if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
+    }
+
+    private func refresh(_ object: ManagedObject, mergeChanges: Bool, into changes: inout ObjectChanges,
+                         removed: inout [ObjectID: ManagedObject]) throws {
+        let id = object.objectID
+        guard object.state != .inserted, object.state != .invalid else { return }
+        if !mergeChanges {
+            updated[id] = nil
+            deleted[id] = nil
+            object.state = .clean
+            object.isFault = true
+            object.committed = nil
+            object.resetToMany()
+            changes.refreshed.insert(id)
+            return
+        }
+        guard let row = try parentRow(for: id) else {
+            registered[id] = nil
+            updated[id] = nil
+            deleted[id] = nil
+            object.state = .invalid
+            removed[id] = object
+            changes.invalidated.insert(id)
+            return
+        }
+        if object.isFault || object.state == .clean {
+            object.current = row
+        } else {
+            object.current = ManagedObjectContext.keepingChanges(of: object, over: row)
+        }
+        object.committed = row
+        object.isFault = false
+        for index in object.toMany.indices { object.toMany[index].committed = nil }
+        changes.refreshed.insert(id)
+    }
+}

@@ -1,0 +1,283 @@
+internal import Foundation
+
+/// A weak reference to a context, for parents and coordinators that must not keep theirs alive.
+struct WeakContext: Sendable {
+    weak var context: ManagedObjectContext?
+}
+
+/// Child contexts: reading through the parent, and saving into its memory.
+///
+/// Calls always go child → parent (`parent.performAndWait`), never the other way: a parent
+/// reaches its children only asynchronously (merges), so the chain cannot deadlock.
+extension ManagedObjectContext {
+    // MARK: Reading through the parent
+
+    /// The row of `id` as the level above sees it: the parent's current values (its pending
+    /// changes included) for a child, the stored row for a root.
+    func parentRow(for id: ObjectID) throws -> RowSnapshot? {
+        if let parent { return try parent.performAndWait { try parent.visibleRow(id) } }
+        return try coordinator.row(for: id)
+    }
+
+    /// The row of `id` as this context sees it; `nil` when deleted here or missing.
+    func visibleRow(_ id: ObjectID) throws -> RowSnapshot? {
+        if let object = registered[id] {
+            if object.state == .deleted { return nil }
+            if !object.isFault { return object.current }
+        }
+        return try parentRow(for: id)
+    }
+
+    /// The members of `object`'s to-many `index` as the level above sees them.
+    func parentToManyKeys(_ object: ManagedObject, _ index: Int) throws -> Set<Int64> {
+        if let parent {
+            let id = object.objectID
+            return try parent.performAndWait { try parent.visibleToManyKeys(id, index) }
+        }
+        return try coordinator.toManyKeys(object.info, index, of: object.objectID.primaryKey)
+    }
+
+    func visibleToManyKeys(_ id: ObjectID, _ index: Int) throws -> Set<Int64> {
+        if let object = registered[id] { return try toManyKeys(object, index) }
+        if let parent { return try parent.performAndWait { try parent.visibleToManyKeys(id, index) } }
+        return try coordinator.toManyKeys(try info(id.entityName), index, of: id.primaryKey)
+    }
+
+    // MARK: Pending changes along the chain
+
+    func hasOwnPendingChanges(_ entities: Set<String>) -> Bool {
+        inserted.keys.contains { entities.contains($0.entityName) }
+            || deleted.keys.contains { entities.contains($0.entityName) }
+            || updated.keys.contains { entities.contains($0.entityName) }
+    }
+
+    /// True when this context or an ancestor holds unsaved changes to any of `entities`.
+    func chainHasPendingChanges(_ entities: Set<String>) -> Bool {
+        if hasOwnPendingChanges(entities) { return true }
+        guard let parent else { return false }
+        return parent.performAndWait { parent.chainHasPendingChanges(entities) }
+    }
+
+    /// The ancestors' pending rows of `entity` (the nearest ancestor's win): what a child sees
+    /// instead of the stored rows.
+    func ancestorOverlay(_ entity: String) -> Overlay {
+        guard let parent else { return Overlay() }
+        return parent.performAndWait { parent.overlay(entity) }
+    }
+
+    private func overlay(_ entity: String) -> Overlay {
+        var overlay = ancestorOverlay(entity)
+        for object in inserted.values where object.info.name == entity {
+            overlay.rows[object.objectID] = object.current
+            overlay.deleted.remove(object.objectID)
+        }
+        for object in updated.values where object.info.name == entity { overlay.rows[object.objectID] = object.current }
+        for object in deleted.values where object.info.name == entity {
+            overlay.rows[object.objectID] = nil
+            overlay.deleted.insert(object.objectID)
+        }
+        return overlay
+    }
+
+    struct Overlay {
+        var rows: [ObjectID: RowSnapshot] = [:]
+        var deleted: Set<ObjectID> = []
+    }
+
+    // MARK: Saving into the parent
+
+    /// What a child hands its parent: each changed object's values as read and as saved.
+    struct Push {
+        var inserted: [(ObjectID, RowSnapshot, [ToManyState])] = []
+        var updated: [(ObjectID, original: RowSnapshot, current: RowSnapshot, [ToManyState])] = []
+        var deleted: [(ObjectID, original: RowSnapshot)] = []
+        var ids: [ObjectID] { inserted.map(\.0) + updated.map(\.0) + deleted.map(\.0) }
+    }
+
+    /// The parent's side of a child's save: checks conflicts (the parent's values of an object
+    /// against those the child read), then applies the child's changes in memory. Returns how
+    /// conflicts ended and a checkpoint that undoes the whole push.
+    func receive(_ push: Push, policy: MergePolicy, from child: ManagedObjectContext) throws -> (Checkpoint, [ObjectID: Resolution]) {
+        assertOnQueue()
+        var outcomes: [ObjectID: ConflictOutcome] = [:]
+        var conflicts: [MergeConflict] = []
+        func check(_ id: ObjectID, original: RowSnapshot, ours: RowSnapshot?) throws {
+            guard let object = registered[id], !object.isFault else { return }
+            let theirs: RowSnapshot? = object.state == .deleted ? nil : object.current
+            do {
+                let info = try info(id.entityName)
+                if let outcome = try policy.resolve(info, id, original: original, ours: ours, theirs: theirs,
+                                                    stored: { try self.coordinator.row(for: id) }) {
+                    outcomes[id] = outcome
+                }
+            } catch let error as MergeConflictError {
+                conflicts += error.conflicts
+            }
+        }
+        for (id, original, current, _) in push.updated where current != original { try check(id, original: original, ours: current) }
+        for (id, original) in push.deleted { try check(id, original: original, ours: nil) }
+        if !conflicts.isEmpty { throw MergeConflictError(conflicts: conflicts) }
+
+        let checkpoint = Checkpoint(self, ids: push.ids)
+        var rows = RowChanges()
+        var resolutions: [ObjectID: Resolution] = [:]
+        for (id, row, toMany) in push.inserted {
+            let info = try info(id.entityName)
+            let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, context: self, row: nil, isNew: true))
+            object.current = row
+            for index in toMany.indices { object.toMany[index].added = toMany[index].added }
+            registered[id] = object
+            inserted[id] = object
+            rows.inserted[id] = row
+        }
+        for (id, original, current, toMany) in push.updated {
+            var written = current
+            switch outcomes[id] {
+            case nil, .delete?:
+                break
+            case .write(let merged)?:
+                written = merged
+                resolutions[id] = .written(merged)
+            case .adoptTheirs(let theirs)?:
+                resolutions[id] = .adoptedTheirs(theirs)
+                continue
+            case .adoptDeletion?:
+                resolutions[id] = .deletedByThem
+                continue
+            }
+            let object = try materialize(id, original)
+            for i in written.attributes.indices where written.attributes[i] != original.attributes[i] {
+                object.current.attributes[i] = written.attributes[i]
+            }
+            for i in written.toOnes.indices where written.toOnes[i] != original.toOnes[i] {
+                object.current.toOnes[i] = written.toOnes[i]
+            }
+            for index in toMany.indices {
+                for key in toMany[index].added { object.toMany[index].add(key) }
+                for key in toMany[index].removed { object.toMany[index].remove(key) }
+            }
+            markChanged(object)
+            rows.updated[id] = object.current
+        }
+        var removed: [ObjectID: ManagedObject] = [:]
+        for (id, original) in push.deleted {
+            switch outcomes[id] {
+            case .adoptTheirs(let theirs)?:
+                resolutions[id] = .adoptedTheirs(theirs)
+                continue
+            case .adoptDeletion?:
+                resolutions[id] = .deletedByThem
+                continue
+            case nil, .delete?, .write?:
+                break
+            }
+            let object = try materialize(id, original)
+            rows.deleted.insert(id)
+            if object.state == .inserted {
+                inserted[id] = nil
+                registered[id] = nil
+                object.state = .invalid
+                removed[id] = object
+            } else {
+                updated[id] = nil
+                object.state = .deleted
+                deleted[id] = object
+            }
+        }
+        rows.toManyTouched = push.toManyTouched
+        post(.objectsDidChange(ObjectChanges(inserted: Set(rows.inserted.keys), updated: Set(rows.updated.keys), deleted: rows.deleted)),
+             removed: removed)
+        forward(rows, except: child)
+        return (checkpoint, resolutions)
+    }
+
+    /// The registered object `id`, its values taken from `row` (what the child read through
+    /// this context) when it is a fault or not registered: no I/O.
+    private func materialize(_ id: ObjectID, _ row: RowSnapshot) throws -> ManagedObject {
+        if let object = registered[id] {
+            if object.isFault {
+                object.current = row
+                object.committed = row
+                object.isFault = false
+            }
+            return object
+        }
+        let info = try info(id.entityName)
+        let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, context: self, row: row, isNew: false))
+        registered[id] = object
+        return object
+    }
+
+    /// Hands `rows` to the children that merge automatically, except `origin`.
+    func forward(_ rows: RowChanges, except origin: ManagedObjectContext?) {
+        guard !rows.isEmpty else { return }
+        let targets = children.withLock { $0.compactMap(\.context) }
+        for target in targets where target !== origin && target.automaticallyMergesChangesFromParent {
+            target.enqueue { target.merge(rows, generation: nil) }
+        }
+    }
+}
+
+extension ManagedObjectContext.Push {
+    /// Objects whose to-many relationships the push changes, through either side.
+    var toManyTouched: Set<ObjectID> {
+        var touched = Set<ObjectID>()
+        for (id, _, toMany) in inserted where toMany.contains(where: \.hasChanges) { touched.insert(id) }
+        for (id, _, _, toMany) in updated where toMany.contains(where: \.hasChanges) { touched.insert(id) }
+        return touched
+    }
+}
+
+/// What a cascading save needs to put a context back: each touched object's state and its
+/// place in the registry. Cost proportional to the objects touched.
+struct Checkpoint {
+    struct Entry {
+        let id: ObjectID
+        let object: ManagedObject?
+        let membership: (registered: Bool, inserted: Bool, updated: Bool, deleted: Bool)
+        let current: RowSnapshot?
+        let committed: RowSnapshot?
+        let toMany: [ToManyState]
+        let isFault: Bool
+        let state: ManagedObject.LifecycleState
+    }
+    let entries: [Entry]
+
+    init(_ context: ManagedObjectContext, ids: some Sequence<ObjectID>) {
+        entries = ids.map { id in
+            let object = context.registered[id] ?? context.inserted[id] ?? context.deleted[id]
+            return Entry(
+                id: id, object: object,
+                membership: (context.registered[id] != nil, context.inserted[id] != nil, context.updated[id] != nil, context.deleted[id] != nil),
+                current: object?.current, committed: object?.committed, toMany: object?.toMany ?? [],
+                isFault: object?.isFault ?? true, state: object?.state ?? .invalid)
+        }
+    }
+}
+
+extension ManagedObjectContext {
+    /// Puts back every object a checkpoint recorded, and reports them refreshed.
+    func restore(_ checkpoint: Checkpoint) {
+        assertOnQueue()
+        var changes = ObjectChanges()
+        for entry in checkpoint.entries {
+            let id = entry.id
+            let now = registered[id] ?? inserted[id] ?? deleted[id]
+            if let object = entry.object {
+                object.current = entry.current ?? object.current
+                object.committed = entry.committed
+                object.toMany = entry.toMany
+                object.isFault = entry.isFault
+                object.state = entry.state
+            }
+            // An object the failed save created leaves; one it removed comes back.
+            if let now, now !== entry.object { now.state = .invalid }
+            registered[id] = entry.membership.registered ? entry.object : nil
+            inserted[id] = entry.membership.inserted ? entry.object : nil
+            updated[id] = entry.membership.updated ? entry.object : nil
+            deleted[id] = entry.membership.deleted ? entry.object : nil
+            changes.refreshed.insert(id)
+        }
+        if !changes.isEmpty { post(.objectsDidChange(changes)) }
+    }
+}
