@@ -84,3 +84,16 @@ public final class TestStore: Sendable {
 
     public var generation: Int64 { try! coordinator.metadata().generation }
 }
+
+extension TestModels {
+    /// One entity, `Number` (value, isEven, label): the sibling-merge seed scenario and the stress test.
+    public static func numbers() -> Model {
+        try! Model(version: "numbers-1", entities: [
+            Entity("Number", attributes: [
+                Attribute("value", .int64, isOptional: false, isIndexed: true),
+                Attribute("isEven", .bool, isOptional: false, defaultValue: .bool(false)),
+                Attribute("label", .string),
+            ]),
+        ])
+    }
+}
