@@ -47,6 +47,23 @@ let benchmarks: @Sendable () -> Void = {
         makeRows()
     }
 
+    // MARK: insert 100k through the three-tier stack
+
+    // Inserted in an update context and cascaded with saveToStore(): update → main → writer →
+    // SQLite. Compare with "insert 100k (raw SQLite)" above (issue 4 goal: ≤ 1.5× raw).
+    Benchmark("insert 100k cascade update→main→writer (Strata)") { benchmark, rows in
+        let store = try TemporaryStore()
+        defer { store.remove() }
+        let container = try PersistentContainer(model: benchmarkModel, url: store.url)
+        defer { container.coordinator.close() }
+        let update = container.newUpdateContext()
+        benchmark.startMeasurement()
+        try strataInsert(rows, into: update, cascade: true)
+        benchmark.stopMeasurement()
+    } setup: {
+        makeRows()
+    }
+
     // MARK: fetch 100k sorted
 
     Benchmark("fetch 100k sorted (Strata)") { benchmark, store in

@@ -103,8 +103,9 @@ struct TemporaryStore: Sendable {
 
 // MARK: Strata side
 
-/// Inserts `rows` as `Item` objects into `context` and saves once.
-func strataInsert(_ rows: [ItemRow], into context: ManagedObjectContext) throws {
+/// Inserts `rows` as `Item` objects into `context` and saves once (`cascade`: with
+/// `saveToStore()`, through every ancestor to SQLite).
+func strataInsert(_ rows: [ItemRow], into context: ManagedObjectContext, cascade: Bool = false) throws {
     try context.performAndWait {
         for row in rows {
             let item = try context.insert("Item")
@@ -113,7 +114,7 @@ func strataInsert(_ rows: [ItemRow], into context: ManagedObjectContext) throws 
             try item.setValue(row.number, forKey: "number")
             try item.setValue(row.isEven, forKey: "isEven")
         }
-        _ = try context.save()
+        if cascade { _ = try context.saveToStore() } else { _ = try context.save() }
     }
 }
 

@@ -34,34 +34,56 @@ public struct ObjectChanges: Sendable, Equatable {
 /// Pass it to another context's ``ManagedObjectContext/mergeChanges(from:)`` to bring that context
 /// up to date without reading the store.
 public struct DidSave: Sendable {
-    public var inserted: Set<ObjectID>
-    public var updated: Set<ObjectID>
-    public var deleted: Set<ObjectID>
+    public var inserted: Set<ObjectID> { rows.insertedIDs }
+    public var updated: Set<ObjectID> { rows.updatedIDs }
+    public var deleted: Set<ObjectID> { rows.deleted }
     /// The generation the commit created; `nil` for a child context's save (it reached only the
     /// parent's memory).
-    public var generation: Int64?
+    public let generation: Int64?
     /// The rows as saved, so that a merge needs no SQL.
     let rows: RowChanges
 
     init(_ rows: RowChanges, generation: Int64?) {
         self.rows = rows
-        inserted = Set(rows.inserted.keys)
-        updated = Set(rows.updated.keys)
-        deleted = rows.deleted
         self.generation = generation
     }
 }
 
-/// Rows a save or merge carries from one context to another.
+/// Rows a save or merge carries from one context to another. Arrays, not dictionaries: a save
+/// of 100,000 objects appends 100,000 rows without hashing one ID.
 struct RowChanges: Sendable {
-    var inserted: [ObjectID: RowSnapshot] = [:]
-    var updated: [ObjectID: RowSnapshot] = [:]
+    var inserted: [(ObjectID, RowSnapshot)] = []
+    var updated: [(ObjectID, RowSnapshot)] = []
     var deleted: Set<ObjectID> = []
     /// Objects whose to-many relationships changed (a member joined or left): a context holding
     /// one re-reads those relationships on next use.
     var toManyTouched: Set<ObjectID> = []
 
     var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && toManyTouched.isEmpty }
+
+    var insertedIDs: Set<ObjectID> { Set(inserted.lazy.map(\.0)) }
+    var updatedIDs: Set<ObjectID> { Set(updated.lazy.map(\.0)) }
+
+    /// The IDs as objects-did-change reports them.
+    var objectChanges: ObjectChanges { ObjectChanges(inserted: insertedIDs, updated: updatedIDs, deleted: deleted) }
+
+    /// These rows as they ended after a commit's conflicts were resolved.
+    func applying(_ resolutions: [ObjectID: Resolution]) -> RowChanges {
+        guard !resolutions.isEmpty else { return self }
+        var rows = self
+        rows.inserted.removeAll { resolutions[$0.0] != nil }
+        rows.updated.removeAll { resolutions[$0.0] != nil }
+        for (id, resolution) in resolutions {
+            switch resolution {
+            case .written(let row), .adoptedTheirs(let row):
+                rows.deleted.remove(id)
+                rows.updated.append((id, row))
+            case .deletedByThem:
+                rows.deleted.insert(id)
+            }
+        }
+        return rows
+    }
 }
 
 /// Why a context's objects all went away at once.
@@ -151,6 +173,9 @@ extension ManagedObjectContext {
         }
         return stream
     }
+
+    /// Whether anyone listens: build an event's ID sets only then.
+    var isObserved: Bool { hasListeners.load(ordering: .acquiring) }
 
     /// Delivers `event`: callbacks first (synchronously, on this queue), then streams. `removed`
     /// holds objects the event names that already left the registry.

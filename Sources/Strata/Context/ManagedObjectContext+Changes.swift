@@ -97,6 +97,7 @@ extension ManagedObjectContext {
 
     /// `target.inverse` gains `source` (whose relationship `relationship` now includes `target`).
     private func addInverse(of source: ManagedObject, to target: ManagedObject, inverse: String, relationship: String) throws {
+        try fulfill(target)
         switch target.info.slots[inverse] {
         case .toOne(let i):
             let previous = target.current.toOnes[i]
@@ -129,6 +130,8 @@ extension ManagedObjectContext {
 
     /// `target.inverse` loses `source`.
     private func removeInverse(of source: ManagedObject, from target: ManagedObject, inverse: String) throws {
+        // A fault must be read before it is marked changed: its row is what the save writes.
+        try fulfill(target)
         switch target.info.slots[inverse] {
         case .toOne(let i):
             guard target.current.toOnes[i] == source.objectID.primaryKey else { return }

@@ -16,9 +16,12 @@ extension ManagedObjectContext {
         merge(save.rows, generation: save.generation)
     }
 
-    func merge(_ rows: RowChanges, generation: Int64?) {
+    /// Merges `rows` and hands them on to the children that merge automatically, except `origin`
+    /// (the child the rows came from, which has them already).
+    func merge(_ rows: RowChanges, generation: Int64?, except origin: ManagedObjectContext? = nil) {
         assertOnQueue()
-        for (id, row) in rows.inserted.merging(rows.updated, uniquingKeysWith: { $1 }) {
+        // A row inserted elsewhere may be registered here already (a fault made from its ID).
+        for (id, row) in [rows.inserted, rows.updated].joined() {
             guard let object = registered[id], !object.isFault else { continue }
             switch object.state {
             case .clean:
@@ -45,9 +48,11 @@ extension ManagedObjectContext {
             guard let object = registered[id] else { continue }
             for index in object.toMany.indices where object.state != .inserted { object.toMany[index].committed = nil }
         }
-        let changes = ObjectChanges(inserted: Set(rows.inserted.keys), updated: Set(rows.updated.keys), deleted: rows.deleted)
-        if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
-        forward(rows, except: nil)
+        if isObserved {
+            let changes = rows.objectChanges
+            if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
+        }
+        forward(rows, except: origin)
     }
 
     /// `row`, with the properties `object` changed since it was read kept as they are now.

@@ -96,8 +96,11 @@ extension ManagedObjectContext {
 
     /// The parent's side of a child's save: checks conflicts (the parent's values of an object
     /// against those the child read), then applies the child's changes in memory. Returns how
-    /// conflicts ended and a checkpoint that undoes the whole push.
-    func receive(_ push: Push, policy: MergePolicy, from child: ManagedObjectContext) throws -> (Checkpoint, [ObjectID: Resolution]) {
+    /// conflicts ended, a checkpoint that undoes the whole push, and the rows that arrived.
+    /// `forwardNow`: hand the rows to the other auto-merging children at once (a one-level save);
+    /// a cascading save forwards them only once the whole cascade succeeded.
+    func receive(_ push: Push, policy: MergePolicy, from child: ManagedObjectContext,
+                 forwardNow: Bool) throws -> (Checkpoint, [ObjectID: Resolution], RowChanges) {
         assertOnQueue()
         var outcomes: [ObjectID: ConflictOutcome] = [:]
         var conflicts: [MergeConflict] = []
@@ -128,7 +131,7 @@ extension ManagedObjectContext {
             for index in toMany.indices { object.toMany[index].added = toMany[index].added }
             registered[id] = object
             inserted[id] = object
-            rows.inserted[id] = row
+            rows.inserted.append((id, row))
         }
         for (id, original, current, toMany) in push.updated {
             var written = current
@@ -146,18 +149,24 @@ extension ManagedObjectContext {
                 continue
             }
             let object = try materialize(id, original)
-            for i in written.attributes.indices where written.attributes[i] != original.attributes[i] {
-                object.current.attributes[i] = written.attributes[i]
-            }
-            for i in written.toOnes.indices where written.toOnes[i] != original.toOnes[i] {
-                object.current.toOnes[i] = written.toOnes[i]
+            if resolutions[id] != nil {
+                // A resolved conflict: the policy's row is the whole object.
+                object.current.attributes = written.attributes
+                object.current.toOnes = written.toOnes
+            } else {
+                for i in written.attributes.indices where written.attributes[i] != original.attributes[i] {
+                    object.current.attributes[i] = written.attributes[i]
+                }
+                for i in written.toOnes.indices where written.toOnes[i] != original.toOnes[i] {
+                    object.current.toOnes[i] = written.toOnes[i]
+                }
             }
             for index in toMany.indices {
                 for key in toMany[index].added { object.toMany[index].add(key) }
                 for key in toMany[index].removed { object.toMany[index].remove(key) }
             }
             markChanged(object)
-            rows.updated[id] = object.current
+            rows.updated.append((id, object.current))
         }
         var removed: [ObjectID: ManagedObject] = [:]
         for (id, original) in push.deleted {
@@ -185,10 +194,15 @@ extension ManagedObjectContext {
             }
         }
         rows.toManyTouched = push.toManyTouched
-        post(.objectsDidChange(ObjectChanges(inserted: Set(rows.inserted.keys), updated: Set(rows.updated.keys), deleted: rows.deleted)),
-             removed: removed)
-        forward(rows, except: child)
-        return (checkpoint, resolutions)
+        // Reported below as arrived from the child, not again as local edits of this context.
+        for id in push.ids {
+            localChanges.inserted.remove(id)
+            localChanges.updated.remove(id)
+            localChanges.deleted.remove(id)
+        }
+        if isObserved { post(.objectsDidChange(rows.objectChanges), removed: removed) }
+        if forwardNow { forward(rows, except: child) }
+        return (checkpoint, resolutions, rows)
     }
 
     /// The registered object `id`, its values taken from `row` (what the child read through

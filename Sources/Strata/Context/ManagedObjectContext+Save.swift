@@ -28,7 +28,7 @@ extension ManagedObjectContext {
         post(.willSave)
         try validateForSave()
         if parent != nil {
-            _ = try saveIntoParent()
+            _ = try saveIntoParent(forwardNow: true)
             return nil
         }
         let changes = try pendingStoreChanges()
@@ -38,15 +38,21 @@ extension ManagedObjectContext {
         }
         let outcome = try coordinator.commit(changes, policy: policy)
         let (rows, removed) = finishSave(outcome.resolutions, committed: true)
-        let didSave = DidSave(rows, generation: outcome.result.generation)
+        let didSave = DidSave(rows, generation: outcome.result?.generation)
         post(.didSave(didSave), removed: removed)
-        coordinator.broadcast(didSave, from: self)
+        if outcome.result != nil { coordinator.broadcast(didSave, from: self) }
         return outcome.result
     }
 
     /// Saves this context and then every ancestor, each into the next, the root into the store:
     /// update → main → writer → SQLite in one call. Returns the root's ``CommitResult`` (`nil`
     /// when nothing reached the store).
+    ///
+    /// When no ancestor holds unsaved changes (the usual case for an update context), the chain
+    /// takes a shortcut with the same result: this context's changes are committed in one
+    /// transaction while every ancestor's queue is held, then merged into each ancestor on the way
+    /// back (registered objects updated, every saved ID reported), so the ancestors never copy the
+    /// saved objects. Otherwise each level saves into the next.
     ///
     /// All or nothing: when a level fails (validation, a conflict under ``MergePolicy/error``,
     /// SQLite), every level it already saved into is put back exactly as it was, and the error is
@@ -57,31 +63,128 @@ extension ManagedObjectContext {
         guard let parent else { return try save() }
         processPendingChanges()
         var own: Checkpoint?
-        var pushed: Checkpoint?
+        var pushed: (checkpoint: Checkpoint, rows: RowChanges)?
         if hasChanges {
-            own = Checkpoint(self, ids: Array(inserted.keys) + Array(updated.keys) + Array(deleted.keys))
             post(.willSave)
             try validateForSave()
-            pushed = try saveIntoParent()
+            if let committed = try commitThroughCleanAncestors() { return committed }
+            own = Checkpoint(self, ids: Array(inserted.keys) + Array(updated.keys) + Array(deleted.keys))
+            pushed = try saveIntoParent(forwardNow: false)
         }
         do {
-            return try parent.performAndWait { try parent.saveToStore() }
+            return try parent.performAndWait {
+                let result = try parent.saveToStore()
+                // Only now that every level succeeded do the parent's other children hear of it.
+                if let pushed { parent.forward(pushed.rows, except: self) }
+                return result
+            }
         } catch {
-            if let pushed { parent.performAndWait { parent.restore(pushed) } }
+            if let pushed { parent.performAndWait { parent.restore(pushed.checkpoint) } }
             if let own { restore(own) }
             throw error
         }
     }
 
-    /// Discards the pending changes of this context and of every ancestor.
-    public func rollbackToStore() {
-        assertOnQueue()
-        rollback()
-        if let parent { parent.performAndWait { parent.rollbackToStore() } }
+    /// The shortcut of ``saveToStore()``: `nil` when an ancestor has changes of its own (or
+    /// there is nothing for SQL to write), the commit's result otherwise.
+    private func commitThroughCleanAncestors() throws -> CommitResult?? {
+        guard let parent else { return nil }
+        let changes = try pendingStoreChanges()
+        guard !changes.isEmpty else { return nil }
+        let predicted = predictedRows()
+        let outcome = try parent.performAndWait { try parent.commitForDescendant(changes, predicted, origin: self) }
+        guard let outcome else { return nil }
+        let (rows, removed) = finishSave(outcome.resolutions, committed: true)
+        post(.didSave(DidSave(rows, generation: outcome.result?.generation)), removed: removed)
+        return .some(outcome.result)
     }
 
-    /// Pushes the validated changes into the parent; returns the checkpoint that undoes the push.
-    private func saveIntoParent() throws -> Checkpoint {
+    /// On an ancestor's queue: refuses (`nil`) when this context has changes, else passes the
+    /// commit up to the root, and merges the committed rows on the way back down.
+    private func commitForDescendant(_ changes: StoreChanges, _ predicted: RowChanges,
+                                     origin: ManagedObjectContext) throws -> CommitOutcome? {
+        assertOnQueue()
+        guard !hasChanges else { return nil }
+        let outcome: CommitOutcome?
+        if let parent {
+            outcome = try parent.performAndWait { try parent.commitForDescendant(changes, predicted, origin: self) }
+        } else {
+            // The store is the root's business: its policy decides, as when each level saves.
+            outcome = try coordinator.commit(changes, policy: self.policy)
+        }
+        guard let outcome else { return nil }
+        let rows = predicted.applying(outcome.resolutions)
+        merge(rows, generation: outcome.result?.generation, except: origin)
+        if parent == nil, let result = outcome.result { coordinator.broadcast(DidSave(rows, generation: result.generation), from: self) }
+        return outcome
+    }
+
+    /// The rows a root commit of the pending changes writes, with their new versions.
+    private func predictedRows() -> RowChanges {
+        var rows = RowChanges()
+        rows.inserted.reserveCapacity(inserted.count)
+        for object in inserted.values {
+            var row = object.current
+            row.version = 1
+            rows.inserted.append((object.objectID, row))
+            if object.toMany.contains(where: \.hasChanges) { rows.toManyTouched.insert(object.objectID) }
+        }
+        for object in updated.values {
+            let membership = object.toMany.contains(where: \.hasChanges)
+            if membership { rows.toManyTouched.insert(object.objectID) }
+            guard let before = object.committed else { continue }
+            var row = object.current
+            if object.current != before {
+                row.version = before.version + 1
+            } else if !membership {
+                continue
+            }
+            // An object whose only change is membership is reported updated too, as Core Data does.
+            rows.updated.append((object.objectID, row))
+        }
+        rows.deleted = Set(deleted.keys)
+        return rows
+    }
+
+    /// Discards the pending changes of this context and of every ancestor, so that every level
+    /// shows the store again: after the ancestors roll back, the unchanged objects this context
+    /// read through them (values the ancestors no longer hold) become faults, read again on next
+    /// access.
+    public func rollbackToStore() {
+        assertOnQueue()
+        _ = rollbackChain()
+    }
+
+    /// Rolls back the ancestors, then this level; returns the IDs of objects inserted at this
+    /// level or above that no longer exist anywhere.
+    private func rollbackChain() -> Set<ObjectID> {
+        var vanished = parent.map { parent in parent.performAndWait { parent.rollbackChain() } } ?? []
+        vanished.formUnion(inserted.keys)
+        rollback()
+        guard parent != nil else { return vanished }
+        var changes = ObjectChanges()
+        var removed: [ObjectID: ManagedObject] = [:]
+        for object in Array(registered.values) {
+            let id = object.objectID
+            if vanished.contains(id) {
+                registered[id] = nil
+                object.state = .invalid
+                removed[id] = object
+                changes.invalidated.insert(id)
+            } else if !object.isFault {
+                object.isFault = true
+                object.committed = nil
+                object.resetToMany()
+                changes.refreshed.insert(id)
+            }
+        }
+        if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
+        return vanished
+    }
+
+    /// Pushes the validated changes into the parent; returns the checkpoint that undoes the push
+    /// and the rows that arrived there.
+    private func saveIntoParent(forwardNow: Bool) throws -> (checkpoint: Checkpoint, rows: RowChanges) {
         guard let parent else { preconditionFailure("saveIntoParent on a root context") }
         var push = Push()
         for object in inserted.values { push.inserted.append((object.objectID, object.current, object.toMany)) }
@@ -90,10 +193,12 @@ extension ManagedObjectContext {
         }
         for object in deleted.values { push.deleted.append((object.objectID, object.committed ?? object.current)) }
         let policy = self.policy
-        let (checkpoint, resolutions) = try parent.performAndWait { try parent.receive(push, policy: policy, from: self) }
+        let (checkpoint, resolutions, arrived) = try parent.performAndWait {
+            try parent.receive(push, policy: policy, from: self, forwardNow: forwardNow)
+        }
         let (rows, removed) = finishSave(resolutions, committed: false)
         post(.didSave(DidSave(rows, generation: nil)), removed: removed)
-        return checkpoint
+        return (checkpoint, arrived)
     }
 
     /// After a successful save: applies conflict resolutions, gives written rows their new
@@ -107,6 +212,9 @@ extension ManagedObjectContext {
             inserted[id] = nil
             updated[id] = nil
             deleted[id] = nil
+            // Our to-one changes may have lost: the inverses kept in memory are read again.
+            if case .written(let row) = resolution { resetInverses(of: object, ours: object.current, final: row) }
+            if case .adoptedTheirs(let row) = resolution { resetInverses(of: object, ours: object.current, final: row) }
             switch resolution {
             case .written(var row):
                 if !committed { row.version = object.current.version }
@@ -114,7 +222,7 @@ extension ManagedObjectContext {
                 object.committed = row
                 object.acceptToManyChanges()
                 object.state = .clean
-                rows.updated[id] = row
+                rows.updated.append((id, row))
             case .adoptedTheirs(let row):
                 object.current = row
                 object.committed = row
@@ -130,14 +238,19 @@ extension ManagedObjectContext {
         }
         for object in inserted.values {
             if committed { object.current.version = 1 }
-            rows.inserted[object.objectID] = object.current
+            rows.inserted.append((object.objectID, object.current))
             if object.toMany.contains(where: \.hasChanges) { rows.toManyTouched.insert(object.objectID) }
         }
         for object in updated.values {
-            if object.toMany.contains(where: \.hasChanges) { rows.toManyTouched.insert(object.objectID) }
-            guard let before = object.committed, object.current != before else { continue }
-            if committed { object.current.version = before.version + 1 }
-            rows.updated[object.objectID] = object.current
+            let membership = object.toMany.contains(where: \.hasChanges)
+            if membership { rows.toManyTouched.insert(object.objectID) }
+            guard let before = object.committed else { continue }
+            if object.current != before {
+                if committed { object.current.version = before.version + 1 }
+            } else if !membership {
+                continue
+            }
+            rows.updated.append((object.objectID, object.current))
         }
         for object in deleted.values {
             rows.deleted.insert(object.objectID)
@@ -145,6 +258,16 @@ extension ManagedObjectContext {
         }
         acceptPendingChanges()
         return (rows, removed)
+    }
+
+    /// Forgets the to-many members of the registered destinations of `object`'s to-ones whose
+    /// value a conflict resolution changed from ours.
+    private func resetInverses(of object: ManagedObject, ours: RowSnapshot, final: RowSnapshot) {
+        for i in object.info.toOnes.indices where ours.toOnes[i] != final.toOnes[i] {
+            for key in [ours.toOnes[i], final.toOnes[i]].compactMap({ $0 }) {
+                registered[ObjectID(entityName: object.info.toOneDestinations[i], primaryKey: key)]?.resetToMany()
+            }
+        }
     }
 
     /// What a save would write, gathered without touching any object.
@@ -179,8 +302,13 @@ extension ManagedObjectContext {
         for (index, storage) in object.info.toManyStorage.enumerated() {
             guard case let .joinTable(table, own, _) = storage, own == "\"a\"" else { continue }
             let key = object.objectID.primaryKey
-            for other in object.toMany[index].added { changes.joinInserts.append((object.objectID, table, key, other)) }
-            for other in object.toMany[index].removed { changes.joinDeletes.append((object.objectID, table, key, other)) }
+            let destination = object.info.toManys[index].destination
+            for other in object.toMany[index].added {
+                changes.joinInserts.append((object.objectID, ObjectID(entityName: destination, primaryKey: other), table, key, other))
+            }
+            for other in object.toMany[index].removed {
+                changes.joinDeletes.append((object.objectID, ObjectID(entityName: destination, primaryKey: other), table, key, other))
+            }
         }
     }
 

@@ -202,9 +202,19 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// The object for `id`, its row read now. Throws ``ObjectError/objectNotFound(_:)`` when the
     /// store has no such row (or this context deleted it).
     public func existingObject(with id: ObjectID) throws -> ManagedObject {
+        let wasRegistered = registered[id] != nil
         let object = try object(with: id)
         if object.state == .deleted { throw ObjectError.objectNotFound(id) }
-        try fulfill(object)
+        do {
+            try fulfill(object)
+        } catch {
+            // Leave no fault behind for a row that does not exist.
+            if !wasRegistered {
+                registered[id] = nil
+                object.state = .invalid
+            }
+            throw error
+        }
         return object
     }
 

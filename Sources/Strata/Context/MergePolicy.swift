@@ -10,12 +10,15 @@
 /// |---|---|---|---|
 /// | ``error`` | throws ``MergeConflictError`` | throws | throws |
 /// | ``inMemoryWinsPerProperty`` | keys we changed: ours; others: theirs | throws | our delete wins |
-/// | ``storeWinsPerProperty`` | keys they changed: theirs; others: ours | their delete wins | their row wins |
+/// | ``storeWinsPerProperty`` | keys they changed: theirs; others: ours | their delete wins | throws |
 /// | ``overwrite`` | our whole object | throws | our delete wins |
-/// | ``rollback`` | their whole object (our changes to it are dropped) | their delete wins | their row wins |
+/// | ``rollback`` | their whole object (our changes to it are dropped) | their delete wins | throws |
 ///
 /// An object deleted on the other side cannot be updated back into existence: only the policies
-/// that let their side win resolve it (the object then leaves the saving context). Core Data's
+/// that let their side win resolve it (the object then leaves the saving context). Nor can our
+/// delete be taken back once saved: its delete rules already changed related objects (nullified
+/// inverses, cascaded deletes) in the same save, so a policy that would keep their row throws
+/// instead; roll back (or refresh) and delete again. Core Data's
 /// equivalents are `NSErrorMergePolicy`, `NSMergeByPropertyObjectTrumpMergePolicy`,
 /// `NSMergeByPropertyStoreTrumpMergePolicy`, `NSOverwriteMergePolicy` and `NSRollbackMergePolicy`.
 public enum MergePolicy: String, Sendable, CaseIterable {
@@ -109,23 +112,27 @@ extension MergePolicy {
             case .error: throw MergeConflictError(conflicts: try conflicts())
             case .overwrite: return .write(ours)
             case .rollback: return .adoptTheirs(theirs)
-            case .inMemoryWinsPerProperty: return .write(MergePolicy.merge(winner: ours, other: theirs, original: original))
-            case .storeWinsPerProperty: return .write(MergePolicy.merge(winner: theirs, other: ours, original: original))
+            case .inMemoryWinsPerProperty: return MergePolicy.outcome(MergePolicy.merge(winner: ours, other: theirs, original: original), theirs)
+            case .storeWinsPerProperty: return MergePolicy.outcome(MergePolicy.merge(winner: theirs, other: ours, original: original), theirs)
             }
         case (_?, nil):
             switch self {
             case .rollback, .storeWinsPerProperty: return .adoptDeletion
             case .error, .overwrite, .inMemoryWinsPerProperty: throw MergeConflictError(conflicts: try conflicts())
             }
-        case let (nil, theirs?):
+        case (nil, _?):
             switch self {
-            case .error: throw MergeConflictError(conflicts: try conflicts())
+            case .error, .rollback, .storeWinsPerProperty: throw MergeConflictError(conflicts: try conflicts())
             case .overwrite, .inMemoryWinsPerProperty: return .delete
-            case .rollback, .storeWinsPerProperty: return .adoptTheirs(theirs)
             }
         case (nil, nil):
             return .adoptDeletion
         }
+    }
+
+    /// Writing `merged` when it differs from `theirs`; taking theirs (nothing to write) otherwise.
+    static func outcome(_ merged: RowSnapshot, _ theirs: RowSnapshot) -> ConflictOutcome {
+        merged == theirs ? .adoptTheirs(theirs) : .write(merged)
     }
 
     /// Per property: `winner`'s value where `winner` changed it from `original`, else `other`'s.

@@ -82,6 +82,15 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
     /// Converts a plain Swift value to an attribute value of `type`, or `nil` when it is the wrong
     /// type or out of the type's range. The reason is in ``conversionFailure(_:to:)``.
     static func convert(_ value: Any, to type: AttributeType) -> AttributeValue? {
+        // The exact Swift type first: one successful cast, no failed ones (a failed cast from
+        // `Any` walks the bridging machinery and costs several times a successful one).
+        switch type {
+        case .string: if let v = value as? String { return .string(v) }
+        case .int64: if let v = value as? Int64 { return .int64(v) }
+        case .bool: if let v = value as? Bool { return .bool(v) }
+        case .double: if let v = value as? Double { return .double(v) }
+        case .int16, .int32, .float, .date, .binary, .uuid, .url, .decimal: break
+        }
         if let tagged = value as? AttributeValue {
             return tagged.type == type ? tagged : convert(tagged.swiftValue, to: type)
         }

@@ -149,8 +149,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     func convertAttribute(_ value: Any?, index: Int) throws -> AttributeValue? {
         let attribute = info.attributes[index]
-        guard let value, !(value is NSNull) else { return nil }
+        guard let value else { return nil }
         guard let converted = AttributeValue.convert(value, to: attribute.type) else {
+            if value is NSNull { return nil }
             if AttributeValue.convert(value, to: .int64) != nil, [.int16, .int32].contains(attribute.type) {
                 throw ObjectError.invalidValue(entity: info.name, key: attribute.name, reason: "\(value) is out of range for \(attribute.type)")
             }

@@ -17,6 +17,10 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible 
 
     public var description: String { "\(entityName)/\(primaryKey)" }
 
+    /// Hashes the primary key only: hashing the entity name too costs a string hash per lookup,
+    /// and IDs of different entities with the same key are still told apart by `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(primaryKey) }
+
     public static func < (lhs: ObjectID, rhs: ObjectID) -> Bool {
         (lhs.entityName, lhs.primaryKey) < (rhs.entityName, rhs.primaryKey)
     }

@@ -197,6 +197,9 @@ public final class StoreCoordinator: @unchecked Sendable {
             let outcome = try db.transaction(.immediate) {
                 var resolutions: [ObjectID: Resolution] = [:]
                 var conflicts: [MergeConflict] = []
+                // Whether any row changed: a save whose every change resolved to their version
+                // writes nothing and must not bump the generation.
+                var wrote = false
                 /// Runs the policy on a row whose optimistic write found another version.
                 func resolve(_ info: EntityInfo, _ key: Int64, original: RowSnapshot, ours: RowSnapshot?) throws -> (RowSnapshot?, ConflictOutcome?) {
                     let theirs = try StoreCoordinator.readRow(db, info, key)
@@ -210,11 +213,15 @@ public final class StoreCoordinator: @unchecked Sendable {
                 }
                 for (info, key, original) in changes.deleted {
                     try db.cachedStatement(info.deleteSQL).execute(.integer(key), .integer(original.version))
-                    guard db.changes == 0 else { continue }
+                    guard db.changes == 0 else {
+                        wrote = true
+                        continue
+                    }
                     let id = ObjectID(entityName: info.name, primaryKey: key)
                     switch try resolve(info, key, original: original, ours: nil) {
                     case (_, nil), (_, .delete?):
                         try db.cachedStatement(info.forceDeleteSQL).execute(.integer(key))
+                        wrote = wrote || db.changes > 0
                     case (_, .adoptTheirs(let theirs)?):
                         resolutions[id] = .adoptedTheirs(theirs)
                     case (_, .adoptDeletion?), (_, .write?):
@@ -223,6 +230,7 @@ public final class StoreCoordinator: @unchecked Sendable {
                 }
                 for (owner, table, column, key) in changes.joinRowsOfDeleted where resolutions[owner] == nil {
                     try db.cachedStatement("DELETE FROM \(table) WHERE \(column) = ?").execute(.integer(key))
+                    wrote = wrote || db.changes > 0
                 }
                 // One statement lookup per entity, not per row: every parameter is bound for each
                 // row, so the statement is only reset between rows.
@@ -239,6 +247,7 @@ public final class StoreCoordinator: @unchecked Sendable {
                     try insert.bind(key, at: 1)
                     try row.bind(to: insert, from: 2)
                     try insert.execute()
+                    wrote = true
                 }
                 statements.removeAll(keepingCapacity: true)
                 for (info, key, row, original) in changes.updated {
@@ -247,13 +256,18 @@ public final class StoreCoordinator: @unchecked Sendable {
                     try update.bind(key, at: Int32(info.columns.count + 1))
                     try update.bind(original.version, at: Int32(info.columns.count + 2))
                     try update.execute()
-                    guard db.changes == 0 else { continue }
+                    guard db.changes == 0 else {
+                        wrote = true
+                        continue
+                    }
                     let id = ObjectID(entityName: info.name, primaryKey: key)
                     switch try resolve(info, key, original: original, ours: row) {
                     case (_, nil):
                         resolutions[id] = .written(try StoreCoordinator.forceUpdate(db, info, key, row))
+                        wrote = true
                     case (_, .write(let merged)?):
                         resolutions[id] = .written(try StoreCoordinator.forceUpdate(db, info, key, merged))
+                        wrote = true
                     case (_, .adoptTheirs(let theirs)?):
                         resolutions[id] = .adoptedTheirs(theirs)
                     case (_, .adoptDeletion?), (_, .delete?):
@@ -261,12 +275,18 @@ public final class StoreCoordinator: @unchecked Sendable {
                     }
                 }
                 if !conflicts.isEmpty { throw MergeConflictError(conflicts: conflicts) }
-                for (owner, table, a, b) in changes.joinDeletes where resolutions[owner] == nil {
+                // Membership is not part of a row, so a row conflict does not drop it, unless one
+                // side's row was deleted by someone else.
+                func gone(_ id: ObjectID) -> Bool { resolutions[id] == .deletedByThem }
+                for (owner, other, table, a, b) in changes.joinDeletes where !gone(owner) && !gone(other) {
                     try db.cachedStatement("DELETE FROM \(table) WHERE \"a\" = ? AND \"b\" = ?").execute(.integer(a), .integer(b))
+                    wrote = wrote || db.changes > 0
                 }
-                for (owner, table, a, b) in changes.joinInserts where resolutions[owner] == nil {
+                for (owner, other, table, a, b) in changes.joinInserts where !gone(owner) && !gone(other) {
                     try db.cachedStatement("INSERT OR IGNORE INTO \(table) (\"a\", \"b\") VALUES (?, ?)").execute(.integer(a), .integer(b))
+                    wrote = wrote || db.changes > 0
                 }
+                guard wrote else { return CommitOutcome(result: nil, resolutions: resolutions) }
                 let nonce = StoreCoordinator.randomNonce()
                 let bump = try db.cachedStatement(
                     "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation")
@@ -287,7 +307,7 @@ public final class StoreCoordinator: @unchecked Sendable {
                     result: CommitResult(generation: generation, nonce: nonce, touchedEntities: changes.touchedEntities),
                     resolutions: resolutions)
             }
-            refreshModelJSON = false   // still under the lock, and only once COMMIT succeeded
+            if outcome.result != nil { refreshModelJSON = false }   // under the lock, once COMMIT succeeded
             return outcome
         }
     }
@@ -350,9 +370,9 @@ struct StoreChanges {
     var deleted: [(EntityInfo, Int64, original: RowSnapshot)] = []
     /// (deleted object, join table, column, key): every join row of a deleted object.
     var joinRowsOfDeleted: [(ObjectID, String, String, Int64)] = []
-    /// (owner, join table, a, b).
-    var joinInserts: [(ObjectID, String, Int64, Int64)] = []
-    var joinDeletes: [(ObjectID, String, Int64, Int64)] = []
+    /// (owner, other member, join table, a, b).
+    var joinInserts: [(ObjectID, ObjectID, String, Int64, Int64)] = []
+    var joinDeletes: [(ObjectID, ObjectID, String, Int64, Int64)] = []
     var touchedEntities: Set<String> = []
 
     var isEmpty: Bool {
@@ -370,8 +390,9 @@ enum Resolution: Equatable {
     case deletedByThem
 }
 
-/// A commit's public result plus how its conflicts were resolved.
+/// A commit's public result plus how its conflicts were resolved. `result` is `nil` when every
+/// change resolved to the other side's version: nothing was written, the generation is unchanged.
 struct CommitOutcome {
-    var result: CommitResult
+    var result: CommitResult?
     var resolutions: [ObjectID: Resolution]
 }
