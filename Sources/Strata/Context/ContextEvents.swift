@@ -1,5 +1,4 @@
 internal import Foundation
-internal import Synchronization
 
 /// Object IDs a change touched, by kind.
 public struct ObjectChanges: Sendable, Equatable {
@@ -117,9 +116,9 @@ public struct ContextNotification {
 
 /// Keeps a callback registered; ``cancel()`` (or releasing it) unregisters.
 public final class ContextObservation: Sendable {
-    private let onCancel: Mutex<(@Sendable () -> Void)?>
+    private let onCancel: Locked<(@Sendable () -> Void)?>
 
-    init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = Mutex(onCancel) }
+    init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = Locked(onCancel) }
 
     public func cancel() {
         let body = onCancel.withLock { body in defer { body = nil }; return body }
@@ -130,7 +129,7 @@ public final class ContextObservation: Sendable {
 }
 
 /// The listeners of one context.
-struct ContextListeners: ~Copyable {
+struct ContextListeners {
     // @unchecked because: callbacks are only called on the owning context's queue.
     struct Callback: @unchecked Sendable {
         let body: (ContextNotification) -> Void

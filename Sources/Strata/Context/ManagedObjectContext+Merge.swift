@@ -23,6 +23,10 @@ extension ManagedObjectContext {
         // A row inserted elsewhere may be registered here already (a fault made from its ID).
         for (id, row) in [rows.inserted, rows.updated].joined() {
             guard let object = registered[id], !object.isFault else { continue }
+            // Merges can arrive out of commit order (two saves' merges queued on different
+            // threads, or a cascade merging its own commit ahead of a queued one): a row older
+            // than the one the object holds is news already superseded.
+            if let committed = object.committed, row.version < committed.version { continue }
             switch object.state {
             case .clean:
                 object.current = row

@@ -23,7 +23,7 @@ internal import StrataSQLite
 /// ```
 // @unchecked because: every plain mutable property is read and written only by code running on
 // `queue` (checked by `assertOnQueue()` at every entry point); `owner`, `mergesFromParent`,
-// `hasListeners` are atomics and `children`, `listeners` mutexes.
+// `hasListeners` are atomics and `children`, `listeners` are behind locks.
 public final class ManagedObjectContext: @unchecked Sendable {
     public let coordinator: StoreCoordinator
     /// The context this one saves into; `nil` for a root context, which saves to the store.
@@ -41,8 +41,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     var policy: MergePolicy = .error
     let mergesFromParent = Atomic<Bool>(false)
-    let children = Mutex<[WeakContext]>([])
-    let listeners = Mutex(ContextListeners())
+    let children = Locked<[WeakContext]>([])
+    let listeners = Locked(ContextListeners())
     let hasListeners = Atomic<Bool>(false)
     var localChanges = ObjectChanges()
 

@@ -1,6 +1,5 @@
 public import Foundation
 public import StrataSQLite
-internal import Synchronization
 
 /// The store coordinator: owns the SQLite connection of one store file and is the only part of
 /// Strata that reads or writes it.
@@ -83,7 +82,7 @@ public final class StoreCoordinator: @unchecked Sendable {
     }
 
     /// Root contexts that asked to merge the others' saves.
-    private let mergingRoots = Mutex<[WeakContext]>([])
+    private let mergingRoots = Locked<[WeakContext]>([])
 
     func registerMergingRoot(_ context: ManagedObjectContext) {
         mergingRoots.withLock { list in
