@@ -51,6 +51,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         self.parent = parent
         self.name = name
         queue = DispatchQueue(label: "strata.context.\(name ?? "unnamed")")
+        coordinator.register(self)
     }
 
     /// A new context whose parent is this one: it reads through this context (seeing its pending
@@ -277,12 +278,20 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// ``ContextEvent/reload(_:)`` with ``ReloadReason/reset``: observers start over from a fetch.
     public func reset() {
         assertOnQueue()
+        dropAllObjects(.reset)
+    }
+
+    /// The store under the coordinator was replaced: every object goes, pending changes included.
+    func storeWasReplaced() { dropAllObjects(.storeReplaced) }
+
+    /// Forgets every object, pending changes included, and posts a reload event.
+    private func dropAllObjects(_ reason: ReloadReason) {
         for object in registered.values { object.state = .invalid }
         registered = [:]
         inserted = [:]
         updated = [:]
         deleted = [:]
         localChanges = ObjectChanges()
-        post(.reload(.reset))
+        post(.reload(reason))
     }
 }

@@ -21,7 +21,9 @@ public final class StoreCoordinator: @unchecked Sendable {
     public let model: Model
     /// The store file, or `nil` for an in-memory store.
     public let url: URL?
-    public let storeUUID: UUID
+    /// Random at creation; a new one when the store is replaced (``replaceStore(withContentsOf:)``).
+    public var storeUUID: UUID { lock.withLock { uuid } }
+    private var uuid: UUID
 
     private let lock = NSLock()
     private let connection: Connection
@@ -47,12 +49,12 @@ public final class StoreCoordinator: @unchecked Sendable {
             connection = try Connection(path: path, configuration: configuration)
             try StringMatching.register(on: connection)
             if let existing {
-                storeUUID = existing.uuid
+                uuid = existing.uuid
                 refreshModelJSON = existing.modelJSON != String(decoding: model.jsonData(), as: UTF8.self)
             } else {
-                storeUUID = UUID()
+                uuid = UUID()
                 refreshModelJSON = false
-                try StoreCoordinator.create(connection, model: model, uuid: storeUUID)
+                try StoreCoordinator.create(connection, model: model, uuid: uuid)
             }
         } catch let error as SQLiteError {
             throw StoreError.sqlite(error)
@@ -63,16 +65,61 @@ public final class StoreCoordinator: @unchecked Sendable {
     public init(inMemoryWith model: Model, options: StoreOptions = StoreOptions()) throws {
         self.model = model
         url = nil
-        storeUUID = UUID()
+        uuid = UUID()
         refreshModelJSON = false
         var configuration = Connection.Configuration()
         configuration.publicStatementArguments = options.publicStatementArguments
         do {
             connection = try Connection.inMemory(configuration: configuration)
             try StringMatching.register(on: connection)
-            try StoreCoordinator.create(connection, model: model, uuid: storeUUID)
+            try StoreCoordinator.create(connection, model: model, uuid: uuid)
         } catch let error as SQLiteError {
             throw StoreError.sqlite(error)
+        }
+    }
+
+    /// Every context made on this coordinator, to tell them when the store is replaced.
+    private let contexts = Locked<[WeakContext]>([])
+
+    func register(_ context: ManagedObjectContext) {
+        contexts.withLock { list in
+            list.removeAll { $0.context == nil }
+            list.append(WeakContext(context: context))
+        }
+    }
+
+    /// Replaces the store's whole content with the Strata store at `source` (a backup, say), in
+    /// one step, and gives the store a new UUID and nonce: anything stamped with the old identity
+    /// (URIs, section caches) no longer matches.
+    ///
+    /// Every context of this coordinator drops all its objects, pending changes included, and
+    /// posts ``ContextEvent/reload(_:)`` with ``ReloadReason/storeReplaced`` (on its own queue,
+    /// asynchronously). The source must be a Strata store of this model; it is read, not changed.
+    ///
+    /// - Throws: ``StoreError/modelMismatch(path:storeVersion:storeHash:modelVersion:modelHash:)``,
+    ///   ``StoreError/notAStrataStore(path:)``, ``StoreError/notADatabase(path:)``, ``StoreError/sqlite(_:)``.
+    ///   When it throws, this store is unchanged.
+    public func replaceStore(withContentsOf source: URL) throws {
+        guard try StoreCoordinator.probe(path: source.path, model: model) != nil else {
+            throw StoreError.notAStrataStore(path: source.path)
+        }
+        if let url, url.standardizedFileURL.resolvingSymlinksInPath() == source.standardizedFileURL.resolvingSymlinksInPath() {
+            preconditionFailure("replaceStore(withContentsOf:) was given the store's own file: pass a copy.")
+        }
+        var configuration = Connection.Configuration()
+        configuration.readOnly = true
+        let newUUID = UUID()
+        try withConnection { db in
+            let reader = try Connection(path: source.path, configuration: configuration)
+            defer { reader.close() }
+            try db.restore(from: reader)
+            try db.cachedStatement("UPDATE strata_meta SET store_uuid = ?, nonce = ? WHERE id = 1")
+                .execute(.text(newUUID.uuidString), .blob(StoreCoordinator.randomNonce()))
+            reservedKeys = [:]
+            uuid = newUUID
+        }
+        for context in contexts.withLock({ $0.compactMap(\.context) }) {
+            context.enqueue { context.storeWasReplaced() }
         }
     }
 
