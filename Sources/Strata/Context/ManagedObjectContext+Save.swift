@@ -363,11 +363,12 @@ extension ManagedObjectContext {
             failures.append(ValidationFailure(objectID: object.objectID, key: key, rule: rule, message: message))
         }
         let info = object.info
-        for (index, attribute) in info.attributes.enumerated() {
-            guard let value = object.current.attributes[index] else {
-                if !attribute.isOptional { fail(attribute.name, .required, "a value is required") }
-                continue
-            }
+        for index in info.requiredAttributes where object.current.attributes[index] == nil {
+            fail(info.attributes[index].name, .required, "a value is required")
+        }
+        // Only the attributes that have rules: no copy of the others' descriptions per object.
+        for (index, attribute) in info.attributeRules {
+            guard let value = object.current.attributes[index] else { continue }
             if let number = value.numericValue {
                 if let min = attribute.minValue, number < min { fail(attribute.name, .minValue, "\(value) is less than \(min)") }
                 if let max = attribute.maxValue, number > max { fail(attribute.name, .maxValue, "\(value) is greater than \(max)") }
@@ -385,11 +386,11 @@ extension ManagedObjectContext {
                 fail(attribute.name, .regex, "\"\(text)\" does not match /\(pattern)/")
             }
         }
-        for (index, relationship) in info.toOnes.enumerated() where !relationship.isOptional {
-            if object.current.toOnes[index] == nil { fail(relationship.name, .required, "a \(relationship.destination) is required") }
+        for index in info.requiredToOnes where object.current.toOnes[index] == nil {
+            fail(info.toOnes[index].name, .required, "a \(info.toOnes[index].destination) is required")
         }
-        for (index, relationship) in info.toManys.enumerated() where !relationship.isOptional {
-            if try toManyKeys(object, index).isEmpty { fail(relationship.name, .required, "at least one \(relationship.destination) is required") }
+        for index in info.requiredToManys where try toManyKeys(object, index).isEmpty {
+            fail(info.toManys[index].name, .required, "at least one \(info.toManys[index].destination) is required")
         }
         return failures
     }

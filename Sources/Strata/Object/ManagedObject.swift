@@ -148,17 +148,17 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     func convertAttribute(_ value: Any?, index: Int) throws -> AttributeValue? {
-        let attribute = info.attributes[index]
         guard let value else { return nil }
-        guard let converted = AttributeValue.convert(value, to: attribute.type) else {
+        guard let converted = AttributeValue.convert(value, to: info.attributeTypes[index]) else {
             if value is NSNull { return nil }
+            let attribute = info.attributes[index]
             if AttributeValue.convert(value, to: .int64) != nil, [.int16, .int32].contains(attribute.type) {
                 throw ObjectError.invalidValue(entity: info.name, key: attribute.name, reason: "\(value) is out of range for \(attribute.type)")
             }
             throw ObjectError.wrongType(entity: info.name, key: attribute.name, expected: attribute.type.rawValue, actual: "\(type(of: value))")
         }
-        if case .double(let v) = converted, v.isNaN { throw nanError(attribute) }
-        if case .float(let v) = converted, v.isNaN { throw nanError(attribute) }
+        if case .double(let v) = converted, v.isNaN { throw nanError(info.attributes[index]) }
+        if case .float(let v) = converted, v.isNaN { throw nanError(info.attributes[index]) }
         return converted
     }
 

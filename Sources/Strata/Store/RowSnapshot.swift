@@ -24,8 +24,7 @@ struct RowSnapshot: Sendable, Equatable {
 
     /// A new object's values: every default, no relationships.
     init(defaultsOf info: EntityInfo) {
-        attributes = info.attributes.map(\.defaultValue)
-        toOnes = Array(repeating: nil, count: info.toOnes.count)
+        self = info.defaultRow
     }
 
     /// Reads the row the statement is positioned on (columns as in `EntityInfo.selectSQL`):

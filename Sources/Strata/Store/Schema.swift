@@ -97,6 +97,16 @@ final class EntityInfo: Sendable {
     let forceDeleteSQL: String
     /// Primary key, the columns in row order, then the version.
     let selectSQL: String
+    /// Each attribute's type, in slot order (read on every `setValue`: no `Attribute` copy).
+    let attributeTypes: [AttributeType]
+    /// A new object's row: every default, no relationships.
+    let defaultRow: RowSnapshot
+    /// Slots of the attributes that have a rule beyond optionality, with the rules.
+    let attributeRules: [(index: Int, attribute: Attribute)]
+    /// Slots of the non-optional attributes, to-ones and to-manys.
+    let requiredAttributes: [Int]
+    let requiredToOnes: [Int]
+    let requiredToManys: [Int]
     let creationSQL: [String]
 
     init(entity: Entity, entities: [Entity], joins: [String: JoinTable]) {
@@ -123,6 +133,14 @@ final class EntityInfo: Sendable {
             return .joinTable(table: quoted(join.name), ownColumn: ownIsFirst ? "\"a\"" : "\"b\"",
                               otherColumn: ownIsFirst ? "\"b\"" : "\"a\"")
         }
+        attributeTypes = attributes.map(\.type)
+        defaultRow = RowSnapshot(attributes: attributes.map(\.defaultValue), toOnes: Array(repeating: nil, count: toOnes.count))
+        attributeRules = attributes.enumerated().filter { _, a in
+            a.minValue != nil || a.maxValue != nil || a.minLength != nil || a.maxLength != nil || a.regex != nil
+        }.map { (index: $0.offset, attribute: $0.element) }
+        requiredAttributes = entity.attributes.enumerated().filter { !$0.element.isOptional }.map(\.offset)
+        requiredToOnes = entity.relationships.filter { !$0.isToMany }.enumerated().filter { !$0.element.isOptional }.map(\.offset)
+        requiredToManys = entity.relationships.filter(\.isToMany).enumerated().filter { !$0.element.isOptional }.map(\.offset)
         columns = attributes.map(\.name) + toOnes.map(\.name)
         let quotedColumns = columns.map(quoted)
         let pk = quoted(primaryKeyColumn)
