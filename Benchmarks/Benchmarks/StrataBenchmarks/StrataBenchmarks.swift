@@ -64,6 +64,37 @@ let benchmarks: @Sendable () -> Void = {
         makeRows()
     }
 
+    // MARK: insert 100k, the two phases apart
+
+    // Where the insert's time goes: creating the objects and setting their values, then the
+    // save (validation, the one transaction, accepting the changes).
+    Benchmark("insert 100k phase 1: insert and set values (Strata)") { benchmark, rows in
+        let store = try TemporaryStore()
+        defer { store.remove() }
+        let coordinator = try StoreCoordinator(model: benchmarkModel, url: store.url)
+        defer { coordinator.close() }
+        let context = coordinator.newContext()
+        benchmark.startMeasurement()
+        try fillContext(rows, context)
+        benchmark.stopMeasurement()
+    } setup: {
+        makeRows()
+    }
+
+    Benchmark("insert 100k phase 2: save (Strata)") { benchmark, rows in
+        let store = try TemporaryStore()
+        defer { store.remove() }
+        let coordinator = try StoreCoordinator(model: benchmarkModel, url: store.url)
+        defer { coordinator.close() }
+        let context = coordinator.newContext()
+        try fillContext(rows, context)
+        benchmark.startMeasurement()
+        _ = try context.performAndWait { try context.save() }
+        benchmark.stopMeasurement()
+    } setup: {
+        makeRows()
+    }
+
     // MARK: fetch 100k sorted
 
     Benchmark("fetch 100k sorted (Strata)") { benchmark, store in

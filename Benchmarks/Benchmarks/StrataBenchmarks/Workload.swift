@@ -106,6 +106,12 @@ struct TemporaryStore: Sendable {
 /// Inserts `rows` as `Item` objects into `context` and saves once (`cascade`: with
 /// `saveToStore()`, through every ancestor to SQLite).
 func strataInsert(_ rows: [ItemRow], into context: ManagedObjectContext, cascade: Bool = false) throws {
+    try fillContext(rows, context)
+    _ = try context.performAndWait { cascade ? try context.saveToStore() : try context.save() }
+}
+
+/// Inserts `rows` as `Item` objects into `context`, unsaved.
+func fillContext(_ rows: [ItemRow], _ context: ManagedObjectContext) throws {
     try context.performAndWait {
         for row in rows {
             let item = try context.insert("Item")
@@ -114,7 +120,6 @@ func strataInsert(_ rows: [ItemRow], into context: ManagedObjectContext, cascade
             try item.setValue(row.number, forKey: "number")
             try item.setValue(row.isEven, forKey: "isEven")
         }
-        if cascade { _ = try context.saveToStore() } else { _ = try context.save() }
     }
 }
 

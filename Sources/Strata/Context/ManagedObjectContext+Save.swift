@@ -37,7 +37,8 @@ extension ManagedObjectContext {
             return nil
         }
         let outcome = try coordinator.commit(changes, policy: policy)
-        let (rows, removed) = finishSave(outcome.resolutions, committed: true)
+        let (rows, removed) = finishSave(outcome.resolutions, committed: true,
+                                         gather: isObserved || coordinator.hasMergingRoots(besides: self))
         let didSave = DidSave(rows, generation: outcome.result?.generation)
         post(.didSave(didSave), removed: removed)
         if outcome.result != nil { coordinator.broadcast(didSave, from: self) }
@@ -94,7 +95,7 @@ extension ManagedObjectContext {
         let predicted = predictedRows()
         let outcome = try parent.performAndWait { try parent.commitForDescendant(changes, predicted, origin: self) }
         guard let outcome else { return nil }
-        let (rows, removed) = finishSave(outcome.resolutions, committed: true)
+        let (rows, removed) = finishSave(outcome.resolutions, committed: true, gather: isObserved)
         post(.didSave(DidSave(rows, generation: outcome.result?.generation)), removed: removed)
         return .some(outcome.result)
     }
@@ -196,7 +197,7 @@ extension ManagedObjectContext {
         let (checkpoint, resolutions, arrived) = try parent.performAndWait {
             try parent.receive(push, policy: policy, from: self, forwardNow: forwardNow)
         }
-        let (rows, removed) = finishSave(resolutions, committed: false)
+        let (rows, removed) = finishSave(resolutions, committed: false, gather: isObserved)
         post(.didSave(DidSave(rows, generation: nil)), removed: removed)
         return (checkpoint, arrived)
     }
@@ -204,7 +205,7 @@ extension ManagedObjectContext {
     /// After a successful save: applies conflict resolutions, gives written rows their new
     /// version (`committed`: the rows reached the store), gathers what was saved and makes the
     /// current values the committed ones.
-    private func finishSave(_ resolutions: [ObjectID: Resolution], committed: Bool) -> (RowChanges, [ObjectID: ManagedObject]) {
+    private func finishSave(_ resolutions: [ObjectID: Resolution], committed: Bool, gather: Bool) -> (RowChanges, [ObjectID: ManagedObject]) {
         var removed: [ObjectID: ManagedObject] = [:]
         var rows = RowChanges()
         for (id, resolution) in resolutions {
@@ -236,27 +237,39 @@ extension ManagedObjectContext {
                 removed[id] = object
             }
         }
+        // One pass per set: new versions, what was saved (only when someone will read it), and
+        // the current values becoming the committed ones.
         for object in inserted.values {
             if committed { object.current.version = 1 }
-            rows.inserted.append((object.objectID, object.current))
-            if object.toMany.contains(where: \.hasChanges) { rows.toManyTouched.insert(object.objectID) }
+            if gather {
+                rows.inserted.append((object.objectID, object.current))
+                if object.toMany.contains(where: \.hasChanges) { rows.toManyTouched.insert(object.objectID) }
+            }
+            object.committed = object.current
+            object.acceptToManyChanges()
+            object.state = .clean
         }
         for object in updated.values {
             let membership = object.toMany.contains(where: \.hasChanges)
-            if membership { rows.toManyTouched.insert(object.objectID) }
-            guard let before = object.committed else { continue }
-            if object.current != before {
-                if committed { object.current.version = before.version + 1 }
-            } else if !membership {
-                continue
+            if let before = object.committed {
+                let rowChanged = object.current != before
+                if rowChanged, committed { object.current.version = before.version + 1 }
+                if gather, rowChanged || membership { rows.updated.append((object.objectID, object.current)) }
             }
-            rows.updated.append((object.objectID, object.current))
+            if gather, membership { rows.toManyTouched.insert(object.objectID) }
+            object.committed = object.current
+            object.acceptToManyChanges()
+            object.state = .clean
         }
         for object in deleted.values {
-            rows.deleted.insert(object.objectID)
+            if gather { rows.deleted.insert(object.objectID) }
             removed[object.objectID] = object
+            object.state = .invalid
+            registered[object.objectID] = nil
         }
-        acceptPendingChanges()
+        inserted = [:]
+        updated = [:]
+        deleted = [:]
         return (rows, removed)
     }
 

@@ -138,6 +138,11 @@ public final class StoreCoordinator: @unchecked Sendable {
         }
     }
 
+    /// Whether a root context other than `context` merges the others' saves.
+    func hasMergingRoots(besides context: ManagedObjectContext) -> Bool {
+        mergingRoots.withLock { $0.contains { $0.context != nil && $0.context !== context && $0.context!.automaticallyMergesChangesFromParent } }
+    }
+
     /// Hands a root context's save to every other root context that merges automatically; each
     /// merges on its own queue, in the order of the saves.
     func broadcast(_ save: DidSave, from origin: ManagedObjectContext) {
