@@ -45,6 +45,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     let listeners = Locked(ContextListeners())
     let hasListeners = Atomic<Bool>(false)
     var localChanges = ObjectChanges()
+    private var lastInserted: EntityInfo?
 
     init(coordinator: StoreCoordinator, parent: ManagedObjectContext?, name: String?) {
         self.coordinator = coordinator
@@ -156,6 +157,15 @@ public final class ManagedObjectContext: @unchecked Sendable {
         object.current != object.committed || object.toMany.contains(where: \.hasChanges)
     }
 
+    /// `info(_:)` for inserts, remembering the last entity: a loop inserting one entity compares
+    /// one name instead of hashing it per object.
+    private func insertInfo(_ entityName: String) throws -> EntityInfo {
+        if let last = lastInserted, last.name == entityName { return last }
+        let found = try info(entityName)
+        lastInserted = found
+        return found
+    }
+
     func info(_ entityName: String) throws -> EntityInfo {
         guard let info = schema.infos[entityName] else { throw ObjectError.unknownEntity(entityName) }
         return info
@@ -165,8 +175,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     @discardableResult
     public func insert(_ entityName: String) throws -> ManagedObject {
         assertOnQueue()
-        let info = try info(entityName)
-        let id = ObjectID(entityName: entityName, primaryKey: try coordinator.reservePrimaryKey(for: entityName))
+        let info = try insertInfo(entityName)
+        let id = ObjectID(entityName: info.name, primaryKey: try coordinator.reservePrimaryKey(for: info))
         let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, context: self, row: nil, isNew: true))
         registered[id] = object
         inserted[id] = object

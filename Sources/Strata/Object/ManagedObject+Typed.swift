@@ -48,7 +48,7 @@ extension ManagedObject {
     /// Reading an object whose row was deleted elsewhere gives `nil`.
     public subscript<Value: AttributeConvertible>(attribute key: String) -> Value? {
         get {
-            guard case .attribute(let index)? = info.slots[key] else { misuse(key, "an attribute") }
+            guard case .attribute(let index)? = info.slot(key) else { misuse(key, "an attribute") }
             let context = liveContext()
             guard (try? context.fulfill(self)) != nil else { return nil }
             guard let value = current.attributes[index] else { return nil }
@@ -67,7 +67,7 @@ extension ManagedObject {
     /// Typed to-one access for subclasses' properties.
     public subscript<Destination: ManagedObject>(toOne key: String) -> Destination? {
         get {
-            guard case .toOne? = info.slots[key] else { misuse(key, "a to-one relationship") }
+            guard case .toOne? = info.slot(key) else { misuse(key, "a to-one relationship") }
             guard let object = try? value(forKey: key) else { return nil }
             guard let typed = object as? Destination else {
                 preconditionFailure("\(info.name).\(key) holds \(type(of: object)), not \(Destination.self): name the class in the model's Entity(class:).")
@@ -84,7 +84,7 @@ extension ManagedObject {
     /// Typed to-many access for subclasses' properties.
     public subscript<Destination: ManagedObject>(toMany key: String) -> Set<Destination> {
         get {
-            guard case .toMany? = info.slots[key] else { misuse(key, "a to-many relationship") }
+            guard case .toMany? = info.slot(key) else { misuse(key, "a to-many relationship") }
             guard let objects = try? value(forKey: key) as? Set<ManagedObject> else { return [] }
             return Set(objects.compactMap { $0 as? Destination })
         }

@@ -100,7 +100,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     ///   ``ObjectError/objectNotFound(_:)`` when the object's row no longer exists.
     public func value(forKey key: String) throws -> Any? {
         let context = liveContext()
-        guard let slot = info.slots[key] else { throw ObjectError.unknownKey(entity: info.name, key: key) }
+        guard let slot = info.slot(key) else { throw ObjectError.unknownKey(entity: info.name, key: key) }
         try context.fulfill(self)
         switch slot {
         case .attribute(let index): return current.attributes[index]?.swiftValue
@@ -118,7 +118,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     ///   ``ObjectError/objectInAnotherContext(entity:key:)``. Nothing changes when it throws.
     public func setValue(_ value: Any?, forKey key: String) throws {
         let context = liveContext()
-        guard let slot = info.slots[key] else { throw ObjectError.unknownKey(entity: info.name, key: key) }
+        guard let slot = info.slot(key) else { throw ObjectError.unknownKey(entity: info.name, key: key) }
         try context.fulfill(self)
         switch slot {
         case .attribute(let index):

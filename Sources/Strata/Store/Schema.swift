@@ -32,7 +32,9 @@ final class Schema: Sendable {
         }
         joinTables = joins.values.sorted { $0.name < $1.name }
         var infos: [String: EntityInfo] = [:]
-        for entity in entities { infos[entity.name] = EntityInfo(entity: entity, entities: entities, joins: joins) }
+        for (ordinal, entity) in entities.sorted(by: { $0.name < $1.name }).enumerated() {
+            infos[entity.name] = EntityInfo(entity: entity, ordinal: ordinal, entities: entities, joins: joins)
+        }
         self.infos = infos
     }
 
@@ -76,6 +78,8 @@ enum ToManyStorage: Sendable {
 /// One entity, resolved for storage.
 final class EntityInfo: Sendable {
     let name: String
+    /// The entity's position in the schema (by name): an index for per-entity arrays.
+    let ordinal: Int
     let entity: Entity
     let table: String
     let attributes: [Attribute]
@@ -83,6 +87,8 @@ final class EntityInfo: Sendable {
     let toManys: [Relationship]
     let toManyStorage: [ToManyStorage]
     let slots: [String: Slot]
+    /// The slots as a list, for entities small enough that comparing names beats hashing one.
+    let slotList: [(name: String, slot: Slot)]
     /// Destination entity of each to-one slot.
     let toOneDestinations: [String]
     /// Storage columns in row order: attributes, then to-ones.
@@ -101,6 +107,14 @@ final class EntityInfo: Sendable {
     let attributeTypes: [AttributeType]
     /// A new object's row: every default, no relationships.
     let defaultRow: RowSnapshot
+    /// The slot named `key`. Small entities compare names (a small string compares in one
+    /// 16-byte step) instead of hashing `key` on every `value(forKey:)` / `setValue(_:forKey:)`.
+    func slot(_ key: String) -> Slot? {
+        guard !slotList.isEmpty else { return slots[key] }
+        for entry in slotList where entry.name == key { return entry.slot }
+        return nil
+    }
+
     /// Slots of the attributes that have a rule beyond optionality, with the rules.
     let attributeRules: [(index: Int, attribute: Attribute)]
     /// Slots of the non-optional attributes, to-ones and to-manys.
@@ -109,8 +123,9 @@ final class EntityInfo: Sendable {
     let requiredToManys: [Int]
     let creationSQL: [String]
 
-    init(entity: Entity, entities: [Entity], joins: [String: JoinTable]) {
+    init(entity: Entity, ordinal: Int, entities: [Entity], joins: [String: JoinTable]) {
         name = entity.name
+        self.ordinal = ordinal
         self.entity = entity
         table = quoted(entity.name)
         attributes = entity.attributes
@@ -122,6 +137,7 @@ final class EntityInfo: Sendable {
         for (i, r) in toOnes.enumerated() { slots[r.name] = .toOne(i) }
         for (i, r) in toManys.enumerated() { slots[r.name] = .toMany(i) }
         self.slots = slots
+        slotList = slots.count <= 12 ? slots.map { (name: $0.key, slot: $0.value) } : []
         toManyStorage = toManys.map { r in
             let inverse = r.inverse.flatMap { name in entities.first { $0.name == r.destination }?.relationship(named: name) }
             if let inverse, !inverse.isToMany {

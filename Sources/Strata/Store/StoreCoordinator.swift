@@ -27,7 +27,8 @@ public final class StoreCoordinator: @unchecked Sendable {
 
     private let lock = NSLock()
     private let connection: Connection
-    private var reservedKeys: [String: (next: Int64, end: Int64, block: Int64)] = [:]
+    /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out.
+    private var reservedKeys: [(next: Int64, end: Int64, block: Int64)] = []
     private var refreshModelJSON: Bool
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty.
@@ -115,7 +116,7 @@ public final class StoreCoordinator: @unchecked Sendable {
             try db.restore(from: reader)
             try db.cachedStatement("UPDATE strata_meta SET store_uuid = ?, nonce = ? WHERE id = 1")
                 .execute(.text(newUUID.uuidString), .blob(StoreCoordinator.randomNonce()))
-            reservedKeys = [:]
+            reservedKeys = []
             uuid = newUUID
         }
         for context in contexts.withLock({ $0.compactMap(\.context) }) {
@@ -209,17 +210,19 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// transaction (blocks grow from 64 to 65,536 keys as an entity keeps inserting). That write
     /// changes no row a fetch can see, so it does not bump the generation. Keys of a block left
     /// unused when the process ends are skipped, never reused.
-    func reservePrimaryKey(for entity: String) throws -> Int64 {
+    func reservePrimaryKey(for info: EntityInfo) throws -> Int64 {
         try withConnection { db in
-            if let range = reservedKeys[entity], range.next < range.end {
-                reservedKeys[entity] = (range.next + 1, range.end, range.block)
+            if reservedKeys.isEmpty { reservedKeys = Array(repeating: (0, 0, 32), count: model.schema.infos.count) }
+            let range = reservedKeys[info.ordinal]
+            if range.next < range.end {
+                reservedKeys[info.ordinal].next += 1
                 return range.next
             }
-            let block = min((reservedKeys[entity]?.block ?? 32) * 2, 65_536)
-            let table = quoted(entity)
+            let block = min(range.block * 2, 65_536)
+            let entity = info.name
             let first: Int64 = try db.transaction(.immediate) {
                 let select = try db.cachedStatement(
-                    "SELECT max(next_pk, coalesce((SELECT max(\(quoted(primaryKeyColumn))) FROM \(table)), 0) + 1) FROM strata_entity WHERE name = ?")
+                    "SELECT max(next_pk, coalesce((SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)), 0) + 1) FROM strata_entity WHERE name = ?")
                 try select.bind(entity, at: 1)
                 guard try select.step() else { throw ObjectError.unknownEntity(entity) }
                 let first = select.int64(at: 0)
@@ -228,7 +231,7 @@ public final class StoreCoordinator: @unchecked Sendable {
                 try update.execute(.integer(first + block), .text(entity))
                 return first
             }
-            reservedKeys[entity] = (first + 1, first + block, block)
+            reservedKeys[info.ordinal] = (first + 1, first + block, block)
             return first
         }
     }
