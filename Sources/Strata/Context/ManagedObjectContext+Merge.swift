@@ -20,8 +20,9 @@ extension ManagedObjectContext {
     /// (the child the rows came from, which has them already).
     func merge(_ rows: RowChanges, generation: Int64?, except origin: ManagedObjectContext? = nil) {
         assertOnQueue()
-        // A row inserted elsewhere may be registered here already (a fault made from its ID).
-        for (id, row) in [rows.inserted, rows.updated].joined() {
+        // Only updated rows can meet a registered object with values: a row inserted elsewhere is
+        // at most a fault here (made from its ID), which reads the new row when it fires.
+        for (id, row) in rows.updated {
             guard let object = registered[id], !object.isFault else { continue }
             // Merges can arrive out of commit order (two saves' merges queued on different
             // threads, or a cascade merging its own commit ahead of a queued one): a row older
