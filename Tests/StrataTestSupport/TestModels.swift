@@ -97,3 +97,17 @@ extension TestModels {
         ])
     }
 }
+
+extension TestModels {
+    /// Goods in categories (Core Data's classic tutorial): `Category(name)`, `Good(name, number, category)`.
+    public static func goods() -> Model {
+        try! Model(version: "goods-1", entities: [
+            Entity("Category", attributes: [Attribute("name", .string, isOptional: false)],
+                   relationships: [Relationship("goods", .toMany, to: "Good", inverse: "category")]),
+            Entity("Good", attributes: [
+                Attribute("name", .string, isOptional: false),
+                Attribute("number", .int64, isOptional: false, defaultValue: .int64(0)),
+            ], relationships: [Relationship("category", .toOne, to: "Category", inverse: "goods")]),
+        ])
+    }
+}

@@ -28,6 +28,39 @@ extension ManagedObjectContext {
         return try parentRow(for: id)
     }
 
+    /// The rows of `ids` as the level above sees them, read in one statement per entity at the
+    /// root (absent: deleted or missing).
+    func parentRows(for ids: [ObjectID]) throws -> [ObjectID: RowSnapshot] {
+        guard !ids.isEmpty else { return [:] }
+        if let parent { return try parent.performAndWait { try parent.visibleRows(ids) } }
+        return try coordinator.rows(for: ids)
+    }
+
+    func visibleRows(_ ids: [ObjectID]) throws -> [ObjectID: RowSnapshot] {
+        var rows: [ObjectID: RowSnapshot] = [:]
+        var missing: [ObjectID] = []
+        for id in ids {
+            if let object = registered[id] {
+                if object.state == .deleted { continue }
+                if !object.isFault { rows[id] = object.current; continue }
+            }
+            missing.append(id)
+        }
+        return rows.merging(try parentRows(for: missing)) { ours, _ in ours }
+    }
+
+    /// Reads every fault among `objects` with one batched read (Core Data's batch faulting).
+    func fulfill(batch objects: [ManagedObject]) throws {
+        let faults = objects.filter(\.isFault)
+        let rows = try parentRows(for: faults.map(\.objectID))
+        for object in faults {
+            guard let row = rows[object.objectID] else { continue }
+            object.current = row
+            object.committed = row
+            object.isFault = false
+        }
+    }
+
     /// The members of `object`'s to-many `index` as the level above sees them.
     func parentToManyKeys(_ object: ManagedObject, _ index: Int) throws -> Set<Int64> {
         if let parent {

@@ -55,6 +55,9 @@ public struct FetchRequest: Sendable, Hashable {
     public var fetchOffset: Int
     /// Whether unsaved inserts, changes and deletions of the context count (default true, as in Core Data).
     public var includesPendingChanges: Bool
+    /// How many objects a results controller materialises at once when one is asked for (0: all
+    /// of them at the first access). Core Data's `fetchBatchSize`.
+    public var fetchBatchSize: Int = 0
 
     public init(entityName: String, predicate: Condition? = nil, sortKeys: [SortKey] = [], fetchLimit: Int? = nil,
                 fetchOffset: Int = 0, includesPendingChanges: Bool = true) {

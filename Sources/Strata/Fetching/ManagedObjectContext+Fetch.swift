@@ -114,6 +114,9 @@ struct FetchPlan {
     let whereSQL: String
     let orderSQL: String
     let arguments: [SQLiteValue]
+    /// Each sort key's value as an SQL expression on `t0` (before folding or collation): what a
+    /// results controller reads beside each ID.
+    let sortValueSQL: [String]
 
     init(_ request: FetchRequest, schema: Schema) throws {
         guard let info = schema.infos[request.entityName] else { throw ObjectError.unknownEntity(request.entityName) }
@@ -137,8 +140,10 @@ struct FetchPlan {
         self.entities = entities
         var sql = ConditionSQL()
         whereSQL = condition.map { " WHERE " + sql.condition($0, alias: "t0") } ?? ""
+        var values: [String] = []
         let terms = sortPaths.map { sort -> String in
             var expression = sql.path(sort.path, alias: "t0")
+            values.append(expression)
             switch sort.key.comparison {
             case .binary: break
             case .caseInsensitive: expression = "strata_fold(\(expression), \(Comparison.Options.caseInsensitive.rawValue))"
@@ -147,6 +152,7 @@ struct FetchPlan {
             return "\(expression) \(sort.key.ascending ? "ASC" : "DESC")"
         } + ["t0.\(quoted(primaryKeyColumn)) ASC"]
         orderSQL = " ORDER BY " + terms.joined(separator: ", ")
+        sortValueSQL = values
         arguments = sql.arguments
     }
 
@@ -194,9 +200,22 @@ struct FetchPlan {
     }
 
     func orderedBefore(_ lhs: ManagedObject, _ rhs: ManagedObject, in context: ManagedObjectContext) throws -> Bool {
-        for sort in sortPaths {
-            var l = try sort.path.value(ObjectSubject(object: lhs, context: context))
-            var r = try sort.path.value(ObjectSubject(object: rhs, context: context))
+        let l = try sortValues(ObjectSubject(object: lhs, context: context))
+        let r = try sortValues(ObjectSubject(object: rhs, context: context))
+        let order = compareSortValues(l, r)
+        return order != 0 ? order < 0 : lhs.objectID.primaryKey < rhs.objectID.primaryKey
+    }
+
+    /// The sort keys' values of `subject`, unfolded.
+    func sortValues<Subject: ConditionSubject>(_ subject: Subject) throws -> [SQLiteValue] {
+        try sortPaths.map { try $0.path.value(subject) }
+    }
+
+    /// The order of two rows by their sort keys' values, as `ORDER BY` orders them (ties: 0; the
+    /// caller breaks them by primary key).
+    func compareSortValues(_ lhs: [SQLiteValue], _ rhs: [SQLiteValue]) -> Int {
+        for (index, sort) in sortPaths.enumerated() {
+            var l = lhs[index], r = rhs[index]
             let order: Int
             switch sort.key.comparison {
             case .binary:
@@ -209,8 +228,7 @@ struct FetchPlan {
                 if case .text(let a) = l, case .text(let b) = r { order = StringMatching.localizedCompare(a, b) }
                 else { order = ScalarOrder.compare(l, r) }
             }
-            if order != 0 { return sort.key.ascending ? order < 0 : order > 0 }
+            if order != 0 { return sort.key.ascending ? order : -order }
         }
-        return lhs.objectID.primaryKey < rhs.objectID.primaryKey
-    }
-}
+        return 0
+    }}

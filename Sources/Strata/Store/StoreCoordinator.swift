@@ -392,6 +392,24 @@ public final class StoreCoordinator: @unchecked Sendable {
         return try withConnection { try StoreCoordinator.readRow($0, info, id.primaryKey) }
     }
 
+    /// The stored rows of `ids`, one statement per entity (`… WHERE "_pk" IN json_each(?)`).
+    func rows(for ids: [ObjectID]) throws -> [ObjectID: RowSnapshot] {
+        let byEntity = Dictionary(grouping: ids, by: \.entityName)
+        return try withConnection { db in
+            var rows: [ObjectID: RowSnapshot] = [:]
+            for (entity, ids) in byEntity {
+                guard let info = model.schema.infos[entity] else { throw ObjectError.unknownEntity(entity) }
+                let statement = try db.cachedStatement(
+                    info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
+                try statement.bind("[" + ids.map { String($0.primaryKey) }.joined(separator: ",") + "]", at: 1)
+                try statement.forEachRow {
+                    rows[ObjectID(entityName: entity, primaryKey: $0.int64(at: 0))] = RowSnapshot(statement: $0, info: info)
+                }
+            }
+            return rows
+        }
+    }
+
     /// The stored members of to-many `index` of object `key` of `info`.
     func toManyKeys(_ info: EntityInfo, _ index: Int, of key: Int64) throws -> Set<Int64> {
         let sql: String

@@ -1,0 +1,121 @@
+/// Where an object is in a results controller: its section and its row in that section. (Not
+/// Foundation's `IndexPath`, whose `section` and `item` exist only with UIKit or AppKit.)
+public struct FetchedIndexPath: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var section: Int
+    public var item: Int
+
+    public init(item: Int, section: Int) {
+        self.section = section
+        self.item = item
+    }
+
+    public static func < (lhs: FetchedIndexPath, rhs: FetchedIndexPath) -> Bool { (lhs.section, lhs.item) < (rhs.section, rhs.item) }
+    public var description: String { "[\(section), \(item)]" }
+}
+
+/// One section of a results controller.
+public struct FetchedSection: Sendable, Equatable {
+    /// The section key's value as text; `""` for objects whose section value is `nil`.
+    public var name: String
+    /// The title in the section index (default: the name's first letter, capitalised).
+    public var indexTitle: String?
+    /// The section's objects, in order, as IDs: materialise them with the controller.
+    public var objectIDs: [ObjectID]
+    public var numberOfObjects: Int { objectIDs.count }
+}
+
+/// The sections and their ordered object IDs: what a list shows.
+public struct FetchedSnapshot: Sendable, Equatable {
+    public var sections: [FetchedSection]
+
+    /// Every ID, section by section.
+    public var objectIDs: [ObjectID] { sections.flatMap(\.objectIDs) }
+}
+
+/// What one change of a results controller did, in the order a table view applies it.
+///
+/// The rules (UIKit's batch-update rules): section deletes and object deletes name **old** index
+/// paths; section inserts and object inserts name **new** ones; a move goes from its old path to
+/// its new path and is never also reported as an update; an update names both paths (the object
+/// stayed in place relative to its neighbours: reload it). Objects that only shift because others
+/// came or went are not reported. Applying deletes (descending), then inserts (ascending), then
+/// moves to the old layout yields exactly the new one.
+public struct FetchedChanges: Sendable, Equatable {
+    public enum ObjectChange: Sendable, Equatable {
+        case insert(ObjectID, at: FetchedIndexPath)
+        case delete(ObjectID, at: FetchedIndexPath)
+        case move(ObjectID, from: FetchedIndexPath, to: FetchedIndexPath)
+        case update(ObjectID, from: FetchedIndexPath, to: FetchedIndexPath)
+    }
+    public enum SectionChange: Sendable, Equatable {
+        case insert(FetchedSection, at: Int)
+        case delete(FetchedSection, at: Int)
+    }
+
+    public var sections: [SectionChange] = []
+    public var objects: [ObjectChange] = []
+    /// The layout before and after.
+    public var before: FetchedSnapshot
+    public var after: FetchedSnapshot
+
+    public var isEmpty: Bool { sections.isEmpty && objects.isEmpty }
+}
+
+/// What a results controller reports: a change set, or a reload (after `reset()`, a store
+/// replacement, or a change the controller cannot follow row by row) with the new layout.
+public enum FetchedResultsEvent: Sendable {
+    case changes(FetchedChanges)
+    case reload(FetchedSnapshot)
+}
+
+/// A results controller's delegate, called on the context's queue. Every method has a default
+/// that does nothing: implement the granularity you need — per change (will/did change, section
+/// and object callbacks), a snapshot, or the whole change set.
+public protocol FetchedResultsControllerDelegate: AnyObject {
+    func controllerWillChangeContent(_ controller: FetchedResultsController)
+    func controller(_ controller: FetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
+                    for type: FetchedResultsChangeType)
+    func controller(_ controller: FetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
+                    for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?)
+    func controllerDidChangeContent(_ controller: FetchedResultsController)
+    /// The new layout after every change (and after a reload): section names and object IDs.
+    func controller(_ controller: FetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot)
+    /// The whole change set, or a reload.
+    func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent)
+}
+
+public enum FetchedResultsChangeType: Sendable, Equatable {
+    case insert, delete, move, update
+}
+
+extension FetchedResultsControllerDelegate {
+    public func controllerWillChangeContent(_ controller: FetchedResultsController) {}
+    public func controller(_ controller: FetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
+                           for type: FetchedResultsChangeType) {}
+    public func controller(_ controller: FetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
+                           for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?) {}
+    public func controllerDidChangeContent(_ controller: FetchedResultsController) {}
+    public func controller(_ controller: FetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot) {}
+    public func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) {}
+}
+
+/// A controller refused a request.
+public enum FetchedResultsError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A results controller needs sort keys: the order of its rows.
+    case missingSortKeys(entity: String)
+    /// The first sort key must be the section key path: it orders the sections. Core Data
+    /// silently mis-groups rows here (goods sorted by name but sectioned by category).
+    case sectionKeyNotFirstSortKey(sectionKeyPath: String, firstSortKey: String)
+    /// `performFetch()` has not run yet.
+    case notFetched
+
+    public var description: String {
+        switch self {
+        case .missingSortKeys(let entity): "a results controller on \(entity) needs at least one sort key"
+        case let .sectionKeyNotFirstSortKey(section, first):
+            "the first sort key (\(first)) must be the section key path (\(section)): it decides the order of the sections; "
+                + "sort by \(section) first, then by \(first)"
+        case .notFetched: "call performFetch() first"
+        }
+    }
+}
