@@ -149,12 +149,10 @@ extension ManagedObjectContext {
         let token = listeners.withLock { listeners in
             listeners.nextToken += 1
             listeners.callbacks[listeners.nextToken] = .init(body: handler)
+            hasListeners.store(true, ordering: .releasing)
             return listeners.nextToken
         }
-        hasListeners.store(true, ordering: .releasing)
-        return ContextObservation { [weak self] in
-            self?.listeners.withLock { _ = $0.callbacks.removeValue(forKey: token) }
-        }
+        return ContextObservation { [weak self] in self?.removeListener(token) }
     }
 
     /// Every event from now on, as an async sequence (IDs only: objects stay on their queue).
@@ -164,17 +162,24 @@ extension ManagedObjectContext {
         let token = listeners.withLock { listeners in
             listeners.nextToken += 1
             listeners.streams[listeners.nextToken] = continuation
+            hasListeners.store(true, ordering: .releasing)
             return listeners.nextToken
         }
-        hasListeners.store(true, ordering: .releasing)
-        continuation.onTermination = { [weak self] _ in
-            self?.listeners.withLock { _ = $0.streams.removeValue(forKey: token) }
-        }
+        continuation.onTermination = { [weak self] _ in self?.removeListener(token) }
         return stream
     }
 
     /// Whether anyone listens: build an event's ID sets only then.
     var isObserved: Bool { hasListeners.load(ordering: .acquiring) }
+
+    private func removeListener(_ token: Int) {
+        listeners.withLock { listeners in
+            listeners.callbacks[token] = nil
+            listeners.streams[token] = nil
+            // With nobody left, local edits stop being recorded.
+            hasListeners.store(!listeners.isEmpty, ordering: .releasing)
+        }
+    }
 
     /// Delivers `event`: callbacks first (synchronously, on this queue), then streams. `removed`
     /// holds objects the event names that already left the registry.
