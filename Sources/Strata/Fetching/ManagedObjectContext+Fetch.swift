@@ -95,7 +95,12 @@ extension ManagedObjectContext {
         var objects = rows.map { register(plan.info, $0.0, $0.1) }.filter { $0.state != .deleted && $0.state != .invalid }
         objects += inserted.values.filter { $0.info === plan.info }
         objects = try objects.filter { try plan.matches($0, in: self) }
-        try objects.sort { try plan.orderedBefore($0, $1, in: self) }
+        // Each object's sort values once (they may follow relationships), not per comparison.
+        let keyed = try objects.map { ($0, try plan.sortValues(ObjectSubject(object: $0, context: self))) }
+        objects = keyed.sorted { l, r in
+            let order = plan.compareSortValues(l.1, r.1)
+            return order != 0 ? order < 0 : l.0.objectID.primaryKey < r.0.objectID.primaryKey
+        }.map(\.0)
         let start = min(plan.request.fetchOffset, objects.count)
         let end = plan.request.fetchLimit.map { min(start + $0, objects.count) } ?? objects.count
         return Array(objects[start..<end])
@@ -197,13 +202,6 @@ struct FetchPlan {
 
     func matches(_ object: ManagedObject, in context: ManagedObjectContext) throws -> Bool {
         try condition?.evaluate(ObjectSubject(object: object, context: context)) ?? true
-    }
-
-    func orderedBefore(_ lhs: ManagedObject, _ rhs: ManagedObject, in context: ManagedObjectContext) throws -> Bool {
-        let l = try sortValues(ObjectSubject(object: lhs, context: context))
-        let r = try sortValues(ObjectSubject(object: rhs, context: context))
-        let order = compareSortValues(l, r)
-        return order != 0 ? order < 0 : lhs.objectID.primaryKey < rhs.objectID.primaryKey
     }
 
     /// The sort keys' values of `subject`, unfolded.

@@ -1,0 +1,684 @@
+import Foundation
+import Testing
+import StrataTestSupport
+@testable import Strata
+
+/// A model-based property test of the results controller: seeded random batches of inserts,
+/// deletes and updates (sort key, section key, a related object's key, predicate membership, plain
+/// values) reach main through an update context's `save()`, through `saveToStore()` and through a
+/// sibling background context. After every batch the controller must agree with a fresh fetch and
+/// with an independent model of what main sees, and the change sets it reported must turn the
+/// previous layout into the new one by table-view rules (applied here by an applier of our own).
+///
+/// `STRATA_FRC_SEED=<n>` replays a run; `STRATA_FRC_BATCHES=<n>` changes its length.
+@Suite struct FetchedResultsPropertyTests {
+    @Test(.timeLimit(.minutes(5))) func randomBatchesMatchAFreshFetchAndApplyExactly() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seed = environment["STRATA_FRC_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
+        let batches = environment["STRATA_FRC_BATCHES"].flatMap { Int($0) } ?? 2_000
+        var run = try PropertyRun(seed: seed)
+        var mismatches = 0
+        var completed = 0
+        for batch in 1...batches {
+            completed = batch
+            let problems: [String]
+            do {
+                problems = try run.batch(batch)
+            } catch {
+                // The contexts and the model no longer agree on what was saved: stop here.
+                mismatches += 1
+                Issue.record("""
+                    frc-property: batch \(batch) threw \(error) (replay: STRATA_FRC_SEED=\(seed))
+                    route \(run.lastMode.rawValue), operations: \(run.lastOperations.joined(separator: "; "))
+                    """)
+                break
+            }
+            guard !problems.isEmpty else { continue }
+            mismatches += 1
+            if mismatches <= 3 {
+                Issue.record("""
+                    frc-property mismatch at batch \(batch) (replay: STRATA_FRC_SEED=\(seed)):
+                    \(problems.joined(separator: "\n"))
+                    """)
+            }
+            try run.resynchronise()
+        }
+        print("frc-property: batches=\(completed) mismatches=\(mismatches) seed=\(seed)")
+        #expect(mismatches == 0, "frc-property: \(mismatches) of \(completed) batches mismatched; replay with STRATA_FRC_SEED=\(seed)")
+        // Every kind of change was exercised (in a run of normal length): the property is not vacuous.
+        let tally = run.tally
+        if completed >= 1_000 {
+            #expect(tally.sectionInserts > 0 && tally.sectionDeletes > 0, "section inserts/deletes not exercised: \(tally)")
+            #expect(tally.inserts > 0 && tally.deletes > 0 && tally.updates > 0, "object inserts/deletes/updates not exercised: \(tally)")
+            #expect(tally.movesWithinSection > 0 && tally.movesAcrossSections > 0, "moves not exercised: \(tally)")
+            #expect(tally.pendingMainBackgroundBatches > 0, "background batches over unsaved changes of main not exercised: \(tally)")
+        }
+    }
+}
+
+// MARK: - The model
+
+/// A good as the model sees it.
+private struct GoodValues: Equatable {
+    var name: String
+    var number: Int64
+    var category: Int64
+}
+
+/// What one context sees: goods and categories by primary key.
+private struct World: Equatable {
+    var goods: [Int64: GoodValues] = [:]
+    var categories: [Int64: String] = [:]
+
+    /// The controller's request run on this world: `number < 80`, sectioned by `category.name`,
+    /// sorted by category name then name (strings by UTF-8 bytes), ties by primary key.
+    func expectedLayout() -> Layout {
+        let visible = goods.filter { $0.value.number < 80 }.map { (key: $0.key, good: $0.value, section: categories[$0.value.category]!) }
+        let ordered = visible.sorted { a, b in
+            if a.section != b.section { return a.section.utf8.lexicographicallyPrecedes(b.section.utf8) }
+            if a.good.name != b.good.name { return a.good.name.utf8.lexicographicallyPrecedes(b.good.name.utf8) }
+            return a.key < b.key
+        }
+        var sections: [Layout.Section] = []
+        for row in ordered {
+            if sections.last?.name != row.section { sections.append(Layout.Section(name: row.section, ids: [])) }
+            sections[sections.count - 1].ids.append(ObjectID(entityName: "Good", primaryKey: row.key))
+        }
+        return Layout(sections: sections)
+    }
+
+    /// Main after merging a background save that turned the store from `before` into `after`:
+    /// a property main changed and has not saved (its value differs from the stored one) keeps
+    /// main's value; every other property takes the saved one; deleted goods leave, inserted ones
+    /// arrive.
+    func merging(storeBefore before: World, storeAfter after: World) -> World {
+        var merged = self
+        for (key, name) in after.categories {
+            if let old = before.categories[key] {
+                if merged.categories[key] == old { merged.categories[key] = name }
+            } else {
+                merged.categories[key] = name
+            }
+        }
+        for key in before.goods.keys where after.goods[key] == nil { merged.goods[key] = nil }
+        for (key, new) in after.goods {
+            guard let old = before.goods[key] else {
+                merged.goods[key] = new
+                continue
+            }
+            guard var mine = merged.goods[key] else { continue }      // deleted by main, unsaved
+            if mine.name == old.name { mine.name = new.name }
+            if mine.number == old.number { mine.number = new.number }
+            if mine.category == old.category { mine.category = new.category }
+            merged.goods[key] = mine
+        }
+        return merged
+    }
+}
+
+/// Sections (names) and their ordered object IDs: what the test compares.
+private struct Layout: Equatable {
+    struct Section: Equatable {
+        var name: String
+        var ids: [ObjectID]
+    }
+    var sections: [Section]
+
+    init(sections: [Section]) { self.sections = sections }
+    init(_ snapshot: FetchedSnapshot) { sections = snapshot.sections.map { Section(name: $0.name, ids: $0.objectIDs) } }
+
+    subscript(path: FetchedIndexPath) -> ObjectID? {
+        guard sections.indices.contains(path.section), sections[path.section].ids.indices.contains(path.item) else { return nil }
+        return sections[path.section].ids[path.item]
+    }
+
+    func render(_ names: [Int64: String]) -> String {
+        sections.map { section in
+            "\(section.name)[" + section.ids.map { "\($0.primaryKey) \(names[$0.primaryKey] ?? "?")" }.joined(separator: ", ") + "]"
+        }.joined(separator: " ")
+    }
+}
+
+// MARK: - An independent applier
+
+private struct Refusal: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Applies a change set to `old` as a table view's batch update does, by slot filling: section
+/// and object deletions (and move sources) name old positions and are checked against `old`;
+/// the new section list has the inserted sections at their indexes and the surviving sections,
+/// in order, in the other slots; each new section has inserted and moved-in objects at their
+/// items and its surviving objects, in order, in the other slots. Objects of a deleted section
+/// that are not reported go with it (UIKit). Updates name the object at both paths.
+private func applyByTableViewRules(_ changes: FetchedChanges, to old: Layout) throws -> Layout {
+    var deletedSections = Set<Int>()
+    var insertedSections: [Int: String] = [:]
+    for change in changes.sections {
+        switch change {
+        case let .delete(section, index):
+            guard old.sections.indices.contains(index) else { throw Refusal("section delete at \(index): the old layout has \(old.sections.count) sections") }
+            guard old.sections[index].name == section.name else {
+                throw Refusal("section delete of \(section.name) at \(index): the old layout has \(old.sections[index].name) there")
+            }
+            guard deletedSections.insert(index).inserted else { throw Refusal("section \(index) deleted twice") }
+        case let .insert(section, index):
+            guard insertedSections[index] == nil else { throw Refusal("two sections inserted at \(index)") }
+            guard !old.sections.contains(where: { $0.name == section.name })
+                    || old.sections.enumerated().contains(where: { $0.element.name == section.name && deletedSections.contains($0.offset) })
+            else { throw Refusal("section \(section.name) inserted at \(index) but the old layout has it and it is not deleted") }
+            insertedSections[index] = section.name
+        }
+    }
+    var removed = Set<FetchedIndexPath>()
+    var placed: [FetchedIndexPath: ObjectID] = [:]
+    var updates: [(ObjectID, FetchedIndexPath)] = []
+    func checkOld(_ id: ObjectID, _ path: FetchedIndexPath, _ what: String) throws {
+        guard let found = old[path] else { throw Refusal("\(what) \(id.primaryKey) at old \(path): outside the old layout") }
+        guard found == id else { throw Refusal("\(what) \(id.primaryKey) at old \(path): the old layout has \(found.primaryKey) there") }
+    }
+    func remove(_ path: FetchedIndexPath) throws {
+        guard removed.insert(path).inserted else { throw Refusal("old \(path) removed twice") }
+    }
+    func place(_ id: ObjectID, _ path: FetchedIndexPath) throws {
+        guard placed[path] == nil else { throw Refusal("new \(path) filled twice") }
+        placed[path] = id
+    }
+    for change in changes.objects {
+        switch change {
+        case let .delete(id, path):
+            try checkOld(id, path, "delete of")
+            try remove(path)
+        case let .insert(id, path):
+            try place(id, path)
+        case let .move(id, from, to):
+            try checkOld(id, from, "move of")
+            try remove(from)
+            try place(id, to)
+        case let .update(id, from, to):
+            try checkOld(id, from, "update of")
+            updates.append((id, to))
+        }
+    }
+    var survivors: [Layout.Section] = []
+    for (s, section) in old.sections.enumerated() where !deletedSections.contains(s) {
+        let kept = section.ids.enumerated().filter { !removed.contains(FetchedIndexPath(item: $0.offset, section: s)) }.map(\.element)
+        survivors.append(Layout.Section(name: section.name, ids: kept))
+    }
+    let count = survivors.count + insertedSections.count
+    for index in insertedSections.keys where !(0..<count).contains(index) {
+        throw Refusal("section inserted at \(index): the new layout has \(count) sections")
+    }
+    var sections: [Layout.Section] = []
+    var nextSurvivor = 0
+    for index in 0..<count {
+        if let name = insertedSections[index] {
+            sections.append(Layout.Section(name: name, ids: []))
+        } else {
+            sections.append(survivors[nextSurvivor])
+            nextSurvivor += 1
+        }
+    }
+    for (s, entries) in Dictionary(grouping: placed, by: { $0.key.section }) {
+        guard sections.indices.contains(s) else { throw Refusal("object placed in section \(s): the new layout has \(count) sections") }
+        let length = sections[s].ids.count + entries.count
+        var slots = [ObjectID?](repeating: nil, count: length)
+        for (path, id) in entries {
+            guard (0..<length).contains(path.item) else {
+                throw Refusal("object \(id.primaryKey) placed at \(path): section \(s) has \(length) objects afterwards")
+            }
+            slots[path.item] = id
+        }
+        var rest = sections[s].ids.makeIterator()
+        sections[s].ids = slots.map { $0 ?? rest.next()! }
+    }
+    let result = Layout(sections: sections)
+    for (id, to) in updates where result[to] != id {
+        throw Refusal("update of \(id.primaryKey) names new \(to), where the new layout has \(result[to].map { "\($0.primaryKey)" } ?? "nothing")")
+    }
+    return result
+}
+
+private func render(_ changes: FetchedChanges) -> String {
+    let sections = changes.sections.map { change -> String in
+        switch change {
+        case let .delete(section, index): "section-delete \(section.name)@\(index)"
+        case let .insert(section, index): "section-insert \(section.name)@\(index)"
+        }
+    }
+    let objects = changes.objects.map { change -> String in
+        switch change {
+        case let .delete(id, path): "delete \(id.primaryKey)@\(path)"
+        case let .insert(id, path): "insert \(id.primaryKey)@\(path)"
+        case let .move(id, from, to): "move \(id.primaryKey) \(from)->\(to)"
+        case let .update(id, from, to): "update \(id.primaryKey) \(from)->\(to)"
+        }
+    }
+    return (sections + objects).joined(separator: ", ")
+}
+
+// MARK: - The delegate
+
+/// Records every event and every callback, to check that the callbacks spell out the change sets.
+private final class PropertyRecorder: FetchedResultsControllerDelegate {
+    enum Call: Equatable {
+        case will
+        case section(String, Int, FetchedResultsChangeType)
+        case object(ObjectID, FetchedIndexPath?, FetchedResultsChangeType, FetchedIndexPath?)
+        case did
+        case snapshot(FetchedSnapshot)
+    }
+    var events: [FetchedResultsEvent] = []
+    var calls: [Call] = []
+
+    func controllerWillChangeContent(_ controller: FetchedResultsController) { calls.append(.will) }
+    func controller(_ controller: FetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
+                    for type: FetchedResultsChangeType) { calls.append(.section(section.name, index, type)) }
+    func controller(_ controller: FetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
+                    for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?) {
+        calls.append(.object(objectID, indexPath, type, newIndexPath))
+    }
+    func controllerDidChangeContent(_ controller: FetchedResultsController) { calls.append(.did) }
+    func controller(_ controller: FetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot) { calls.append(.snapshot(snapshot)) }
+    func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) { events.append(event) }
+
+    /// The callbacks a change set should produce.
+    static func expectedCalls(_ changes: FetchedChanges) -> [Call] {
+        var calls: [Call] = [.will]
+        for change in changes.sections {
+            switch change {
+            case let .delete(section, index): calls.append(.section(section.name, index, .delete))
+            case let .insert(section, index): calls.append(.section(section.name, index, .insert))
+            }
+        }
+        for change in changes.objects {
+            switch change {
+            case let .delete(id, path): calls.append(.object(id, path, .delete, nil))
+            case let .insert(id, path): calls.append(.object(id, nil, .insert, path))
+            case let .move(id, from, to): calls.append(.object(id, from, .move, to))
+            case let .update(id, from, to): calls.append(.object(id, from, .update, to))
+            }
+        }
+        return calls + [.did, .snapshot(changes.after)]
+    }
+}
+
+// MARK: - The run
+
+private struct Tally: CustomStringConvertible {
+    var sectionInserts = 0, sectionDeletes = 0, inserts = 0, deletes = 0, updates = 0
+    var movesWithinSection = 0, movesAcrossSections = 0
+    var batchesWithSeveralChangeSets = 0, pendingMainBackgroundBatches = 0
+
+    var description: String {
+        "section inserts \(sectionInserts), section deletes \(sectionDeletes), inserts \(inserts), deletes \(deletes), updates \(updates), "
+            + "moves within \(movesWithinSection), moves across \(movesAcrossSections), batches with several change sets \(batchesWithSeveralChangeSets), "
+            + "background batches over unsaved main changes \(pendingMainBackgroundBatches)"
+    }
+}
+
+private enum Route: String, CaseIterable {
+    case saveIntoMain = "update.save()"
+    case saveToStore = "update.saveToStore()"
+    case background = "background.save()"
+}
+
+private struct PropertyRun {
+    static let categoryNames = ["Bakery", "Dairy", "Fruit", "Grains", "Meat", "Pantry", "Seafood", "Vegetables",
+                                "Beverages", "Candy", "Frozen", "Herbs", "Snacks", "Zest", "apples", "Ümlaut"]
+    static let goodNames = ["Apple", "Banana", "Cherry", "Date", "Elderberry", "Fig", "Grape", "Honeydew", "Kiwi", "Lemon",
+                            "Mango", "Nectarine", "Olive", "Peach", "Quince", "Raspberry", "Strawberry", "Tomato",
+                            "Ugli", "Vanilla", "Walnut", "Yam", "Zucchini", "apricot", "bread", "Éclair"]
+
+    let container: PersistentContainer
+    let request: FetchRequest
+    var controller: FetchedResultsController
+    let recorder = PropertyRecorder()
+    var rng: SplitMix64
+    /// What main sees, and what the store (and a fresh background context) sees.
+    var main = World()
+    var store = World()
+    /// The last name of every good that ever existed, for messages.
+    var names: [Int64: String] = [:]
+    var layout: Layout
+    var tally = Tally()
+    var lastMode: Route = .saveToStore
+    var lastOperations: [String] = []
+
+    var context: ManagedObjectContext { container.mainContext }
+
+    init(seed: UInt64) throws {
+        rng = SplitMix64(seed: seed)
+        container = try PersistentContainer(inMemoryWith: TestModels.goods())
+        request = FetchRequest(entityName: "Good", predicate: try Condition("number < 80"),
+                               sortKeys: [.ascending("category.name"), .ascending("name")])
+        var world = World()
+        var names: [Int64: String] = [:]
+        var rng = self.rng
+        let update = container.newUpdateContext(name: "seed")
+        try update.performAndWait {
+            for categoryName in PropertyRun.categoryNames.prefix(8) {
+                let category = try update.insert("Category")
+                try category.setValue(categoryName, forKey: "name")
+                world.categories[category.objectID.primaryKey] = categoryName
+                for _ in 0..<8 {
+                    let values = GoodValues(name: rng.pick(PropertyRun.goodNames), number: Int64(rng.int(0...159)),
+                                            category: category.objectID.primaryKey)
+                    let good = try update.insert("Good")
+                    try good.setValue(values.name, forKey: "name")
+                    try good.setValue(values.number, forKey: "number")
+                    try good.setValue(category, forKey: "category")
+                    world.goods[good.objectID.primaryKey] = values
+                    names[good.objectID.primaryKey] = values.name
+                }
+            }
+            try update.saveToStore()
+        }
+        self.rng = rng
+        self.names = names
+        main = world
+        store = world
+        controller = FetchedResultsController(fetchRequest: request, managedObjectContext: container.mainContext,
+                                              sectionNameKeyPath: "category.name")
+        let (controller, recorder, context) = (self.controller, self.recorder, container.mainContext)
+        layout = try context.performAndWait {
+            try controller.performFetch()
+            controller.delegate = recorder
+            return Layout(controller.snapshot)
+        }
+        if layout != world.expectedLayout() {
+            Issue.record("the first fetch differs from the model:\n  fetched \(layout.render(names))\n  model   \(world.expectedLayout().render(names))")
+        }
+    }
+
+    /// After a mismatch: fetch again, so that the following batches are checked on their own.
+    mutating func resynchronise() throws {
+        let (controller, recorder) = (self.controller, self.recorder)
+        layout = try context.performAndWait {
+            try controller.performFetch()
+            recorder.events = []
+            recorder.calls = []
+            return Layout(controller.snapshot)
+        }
+        container.waitForPendingMerges()
+    }
+
+    // MARK: One batch
+
+    /// Runs one random batch and returns what went wrong (nothing: empty).
+    mutating func batch(_ number: Int) throws -> [String] {
+        let route = rng.pick(Route.allCases)
+        lastMode = route
+        lastOperations = []
+        let mainHadUnsavedChanges = main != store
+        let mainBefore = main
+        if route == .background, mainHadUnsavedChanges { tally.pendingMainBackgroundBatches += 1 }
+        let operationCount = rng.weighted([(5, 1), (3, 2), (2, 3), (1, 4), (1, 8)])
+        var world = route == .background ? store : main
+        let target = route == .background ? container.newBackgroundContext(name: "background") : container.newUpdateContext(name: "update")
+        var rng = self.rng
+        var log: [String] = []
+        var names = self.names
+        defer {
+            self.rng = rng
+            self.names = names
+            lastOperations = log
+        }
+        try target.performAndWait {
+            for _ in 0..<operationCount {
+                try PropertyRun.randomOperation(in: target, world: &world, rng: &rng, log: &log, names: &names)
+            }
+            switch route {
+            case .saveIntoMain, .background: try target.save()
+            case .saveToStore: try target.saveToStore()
+            }
+        }
+        container.waitForPendingMerges()
+        switch route {
+        case .saveIntoMain:
+            main = world
+        case .saveToStore:
+            main = world
+            store = world
+        case .background:
+            main = main.merging(storeBefore: store, storeAfter: world)
+            store = world
+        }
+        return check(number, route: route, operations: log, names: names, mainBefore: mainBefore, mainHadUnsavedChanges: mainHadUnsavedChanges)
+    }
+
+    // MARK: Operations
+
+    static func randomOperation(in context: ManagedObjectContext, world: inout World, rng: inout SplitMix64,
+                                log: inout [String], names: inout [Int64: String]) throws {
+        enum Kind { case insert, delete, rename, renameNeighbours, move, moveToNewCategory, renameCategory, crossThreshold, plainNumber }
+        let count = world.goods.count
+        var kind = rng.weighted([
+            (count < 40 ? 8 : count > 90 ? 1 : 4, Kind.insert),
+            (count < 40 ? 1 : count > 90 ? 8 : 4, Kind.delete),
+            (5, Kind.rename),
+            (2, Kind.renameNeighbours),
+            (4, Kind.move),
+            (1, Kind.moveToNewCategory),
+            (2, Kind.renameCategory),
+            (4, Kind.crossThreshold),
+            (4, Kind.plainNumber),
+        ])
+        func category(_ key: Int64) throws -> ManagedObject {
+            try context.existingObject(with: ObjectID(entityName: "Category", primaryKey: key))
+        }
+        func good(_ key: Int64) throws -> ManagedObject {
+            try context.existingObject(with: ObjectID(entityName: "Good", primaryKey: key))
+        }
+        func newCategory() throws -> Int64 {
+            let name = rng.pick(categoryNames)
+            let object = try context.insert("Category")
+            try object.setValue(name, forKey: "name")
+            world.categories[object.objectID.primaryKey] = name
+            log.append("new category \(object.objectID.primaryKey) \(name)")
+            return object.objectID.primaryKey
+        }
+        let goodKeys = world.goods.keys.sorted()
+        let categoryKeys = world.categories.keys.sorted()
+        if goodKeys.isEmpty { kind = .insert }
+        switch kind {
+        case .insert:
+            let categoryKey = rng.chance(0.1) && categoryKeys.count < 24 ? try newCategory() : rng.pick(categoryKeys)
+            let values = GoodValues(name: rng.pick(goodNames), number: Int64(rng.int(0...159)), category: categoryKey)
+            let object = try context.insert("Good")
+            try object.setValue(values.name, forKey: "name")
+            try object.setValue(values.number, forKey: "number")
+            try object.setValue(try category(categoryKey), forKey: "category")
+            let key = object.objectID.primaryKey
+            world.goods[key] = values
+            names[key] = values.name
+            log.append("insert good \(key) \(values.name) #\(values.number) in \(categoryKey) \(world.categories[categoryKey]!)")
+        case .delete:
+            let key = rng.pick(goodKeys)
+            try context.delete(try good(key))
+            world.goods[key] = nil
+            log.append("delete good \(key)")
+        case .rename:
+            let key = rng.pick(goodKeys)
+            let name = rng.pick(goodNames)
+            try good(key).setValue(name, forKey: "name")
+            log.append("rename good \(key) \(world.goods[key]!.name) -> \(name)")
+            world.goods[key]!.name = name
+            names[key] = name
+        case .renameNeighbours:
+            // Two to four neighbours of the layout renamed at once (often their names reversed):
+            // changed rows that trade places inside one gap between unchanged rows.
+            let flat = world.expectedLayout().sections.flatMap(\.ids).map(\.primaryKey)
+            guard flat.count >= 2 else { break }
+            let start = rng.int(0...(flat.count - 2))
+            let run = Array(flat[start..<min(flat.count, start + rng.int(2...4))])
+            let reversed = rng.chance(0.5)
+            let newNames = reversed ? run.reversed().map { world.goods[$0]!.name } : run.map { _ in rng.pick(goodNames) }
+            for (key, name) in zip(run, newNames) {
+                try good(key).setValue(name, forKey: "name")
+                world.goods[key]!.name = name
+                names[key] = name
+            }
+            log.append("rename neighbours \(run) -> \(newNames)")
+        case .move, .moveToNewCategory:
+            let key = rng.pick(goodKeys)
+            let categoryKey = kind == .moveToNewCategory && categoryKeys.count < 24 ? try newCategory() : rng.pick(categoryKeys)
+            try good(key).setValue(try category(categoryKey), forKey: "category")
+            log.append("move good \(key) from \(world.goods[key]!.category) to \(categoryKey) \(world.categories[categoryKey]!)")
+            world.goods[key]!.category = categoryKey
+        case .renameCategory:
+            let key = rng.pick(categoryKeys)
+            let name = rng.pick(categoryNames)
+            try category(key).setValue(name, forKey: "name")
+            log.append("rename category \(key) \(world.categories[key]!) -> \(name)")
+            world.categories[key] = name
+        case .crossThreshold, .plainNumber:
+            let key = rng.pick(goodKeys)
+            let old = world.goods[key]!.number
+            let new: Int64 = kind == .crossThreshold
+                ? (old < 80 ? Int64(rng.int(80...159)) : Int64(rng.int(0...79)))
+                : (old < 80 ? Int64(rng.int(0...79)) : Int64(rng.int(80...159)))
+            try good(key).setValue(new, forKey: "number")
+            log.append("number of good \(key) \(old) -> \(new)")
+            world.goods[key]!.number = new
+        }
+    }
+
+    // MARK: Checking
+
+    mutating func check(_ number: Int, route: Route, operations: [String], names: [Int64: String], mainBefore: World,
+                        mainHadUnsavedChanges: Bool) -> [String] {
+        let (controller, recorder, request) = (self.controller, self.recorder, self.request)
+        let previous = layout
+        let expected = main.expectedLayout()
+        let observed = context.performAndWait { () -> (Layout, Result<Layout, any Error>, [FetchedResultsEvent], [PropertyRecorder.Call]) in
+            let actual = Layout(controller.snapshot)
+            let fresh = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "category.name")
+            let freshLayout = Result { () throws -> Layout in
+                try fresh.performFetch()
+                return Layout(fresh.snapshot)
+            }
+            defer {
+                recorder.events = []
+                recorder.calls = []
+            }
+            return (actual, freshLayout, recorder.events, recorder.calls)
+        }
+        let (actual, freshResult, events, calls) = observed
+        layout = actual
+        var problems: [String] = []
+        switch freshResult {
+        case .success(let fresh) where fresh != actual:
+            problems.append("(a) the controller differs from a fresh fetch:\n    controller \(actual.render(names))\n    fresh      \(fresh.render(names))")
+        case .failure(let error):
+            problems.append("(a) the fresh fetch threw \(error)")
+        default:
+            break
+        }
+        if actual != expected {
+            problems.append("(model) the controller differs from the model of main:\n    controller \(actual.render(names))\n    model      \(expected.render(names))")
+        }
+        var current = previous
+        var expectedCalls: [PropertyRecorder.Call] = []
+        var changeSets = 0
+        for (index, event) in events.enumerated() {
+            switch event {
+            case .reload(let snapshot):
+                problems.append("event \(index): a reload, where no reset or store replacement happened")
+                expectedCalls.append(.snapshot(snapshot))
+                current = Layout(snapshot)
+            case .changes(let changes):
+                changeSets += 1
+                expectedCalls += PropertyRecorder.expectedCalls(changes)
+                problems += checkChangeSet(changes, index: index, previous: &current, names: names)
+            }
+        }
+        if changeSets > 1 { tally.batchesWithSeveralChangeSets += 1 }
+        // A listed object whose values changed and that stays listed is reloaded: reported as an
+        // update (or a move, or a delete and insert across change sets).
+        var reported = Set<Int64>()
+        for case .changes(let changes) in events {
+            for change in changes.objects {
+                switch change {
+                case let .update(id, _, _), let .move(id, _, _), let .insert(id, _): reported.insert(id.primaryKey)
+                case .delete: break
+                }
+            }
+        }
+        let stayed = Set(previous.sections.flatMap(\.ids).map(\.primaryKey)).intersection(actual.sections.flatMap(\.ids).map(\.primaryKey))
+        let unreported = stayed.filter { mainBefore.goods[$0] != main.goods[$0] && !reported.contains($0) }.sorted()
+        if !unreported.isEmpty {
+            problems.append("(updates) objects whose values changed and that stay listed were not reported: \(unreported)")
+        }
+        if calls != expectedCalls {
+            problems.append("the delegate callbacks do not spell out the change sets:\n    got      \(calls)\n    expected \(expectedCalls)")
+        }
+        if current != actual {
+            problems.append("(b) the reported change sets (\(changeSets)) applied to the previous layout give\n    \(current.render(names))\n    but the controller shows\n    \(actual.render(names))")
+        }
+        guard !problems.isEmpty else { return [] }
+        return ["batch \(number), route \(route.rawValue), main held unsaved changes before: \(mainHadUnsavedChanges)",
+                "operations: \(operations.joined(separator: "; "))",
+                "previous layout: \(previous.render(names))",
+                "change sets: " + events.map { event -> String in
+                    if case .changes(let changes) = event { return "{" + render(changes) + "}" }
+                    return "{reload}"
+                }.joined(separator: " ")] + problems
+    }
+
+    mutating func checkChangeSet(_ changes: FetchedChanges, index: Int, previous current: inout Layout, names: [Int64: String]) -> [String] {
+        var problems: [String] = []
+        let label = "change set \(index) {\(render(changes))}"
+        if changes.isEmpty { problems.append("\(label): an empty change set was reported") }
+        if Layout(changes.before) != current {
+            problems.append("(b) \(label): before is\n    \(Layout(changes.before).render(names))\n    but the previous layout is\n    \(current.render(names))")
+        }
+        // (c) no object twice, (d) a move is never also an update.
+        var seen: [ObjectID: Int] = [:]
+        var moved = Set<ObjectID>(), updated = Set<ObjectID>()
+        for change in changes.objects {
+            let id: ObjectID
+            switch change {
+            case let .delete(object, _), let .insert(object, _): id = object
+            case let .move(object, from, to):
+                id = object
+                moved.insert(object)
+                if from.section == to.section { tally.movesWithinSection += 1 } else { tally.movesAcrossSections += 1 }
+            case let .update(object, _, _):
+                id = object
+                updated.insert(object)
+            }
+            seen[id, default: 0] += 1
+        }
+        let twice = seen.filter { $0.value > 1 }.keys.map(\.primaryKey).sorted()
+        if !twice.isEmpty { problems.append("(c) \(label): objects reported more than once: \(twice)") }
+        let both = moved.intersection(updated).map(\.primaryKey).sorted()
+        if !both.isEmpty { problems.append("(d) \(label): objects reported both moved and updated: \(both)") }
+        for change in changes.sections {
+            if case .insert = change { tally.sectionInserts += 1 } else { tally.sectionDeletes += 1 }
+        }
+        for change in changes.objects {
+            switch change {
+            case .insert: tally.inserts += 1
+            case .delete: tally.deletes += 1
+            case .update: tally.updates += 1
+            case .move: break
+            }
+        }
+        do {
+            let applied = try applyByTableViewRules(changes, to: current)
+            if applied != Layout(changes.after) {
+                problems.append("(b) \(label): applied by table-view rules it gives\n    \(applied.render(names))\n    but its after is\n    \(Layout(changes.after).render(names))")
+            }
+            if Layout(changes.before) == current, Layout(changes.applied()) != Layout(changes.after) {
+                problems.append("(b) \(label): FetchedChanges.applied() gives\n    \(Layout(changes.applied()).render(names))\n    but its after is\n    \(Layout(changes.after).render(names))")
+            }
+            current = applied
+        } catch {
+            problems.append("(b) \(label): cannot be applied to the previous layout: \(error)")
+            current = Layout(changes.after)
+        }
+        return problems
+    }
+}
