@@ -132,4 +132,5 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: predicate 100k (PredicateBenchmarks.swift)
 
     registerPredicateBenchmarks()
+    registerFetchedResultsBenchmarks()
 }

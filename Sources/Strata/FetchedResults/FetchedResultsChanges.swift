@@ -106,6 +106,10 @@ public enum FetchedResultsError: Error, Sendable, Equatable, CustomStringConvert
     /// The first sort key must be the section key path: it orders the sections. Core Data
     /// silently mis-groups rows here (goods sorted by name but sectioned by category).
     case sectionKeyNotFirstSortKey(sectionKeyPath: String, firstSortKey: String)
+    /// Sections are runs of equal stored values, so the section key must sort with the binary
+    /// comparison: case-insensitively, "Fruit" and "fruit" would interleave into several sections
+    /// of the same name.
+    case sectionKeyNeedsBinaryComparison(sectionKeyPath: String)
     /// `performFetch()` has not run yet.
     case notFetched
 
@@ -115,6 +119,9 @@ public enum FetchedResultsError: Error, Sendable, Equatable, CustomStringConvert
         case let .sectionKeyNotFirstSortKey(section, first):
             "the first sort key (\(first)) must be the section key path (\(section)): it decides the order of the sections; "
                 + "sort by \(section) first, then by \(first)"
+        case .sectionKeyNeedsBinaryComparison(let section):
+            "the section key \(section) must be sorted with the binary comparison: sections are runs of equal values; "
+                + "store a normalised copy of the value to section case-insensitively"
         case .notFetched: "call performFetch() first"
         }
     }

@@ -51,6 +51,8 @@ public final class FetchedResultsController {
     private var observation: ContextObservation?
     private var streams: [Int: AsyncStream<FetchedResultsEvent>.Continuation] = [:]
     private var nextStream = 0
+    /// True once tracking has run and stopped: the layout may be behind the context.
+    private var isStale = false
 
     public init(fetchRequest: FetchRequest, managedObjectContext: ManagedObjectContext,
                 sectionNameKeyPath: String? = nil, cacheName: String? = nil) {
@@ -82,10 +84,14 @@ public final class FetchedResultsController {
         if let sectionNameKeyPath, first.key != sectionNameKeyPath {
             throw FetchedResultsError.sectionKeyNotFirstSortKey(sectionKeyPath: sectionNameKeyPath, firstSortKey: first.key)
         }
+        if let sectionNameKeyPath, first.comparison != .binary {
+            throw FetchedResultsError.sectionKeyNeedsBinaryComparison(sectionKeyPath: sectionNameKeyPath)
+        }
         let plan = try FetchPlan(fetchRequest, schema: context.schema)
         self.plan = plan
         rows = try fetchRows(plan)
         cachedSections = nil
+        isStale = false
         updateTracking()
     }
 
@@ -138,7 +144,8 @@ public final class FetchedResultsController {
     }
 
     /// The section that the index title `title` at position `index` of ``sectionIndexTitles``
-    /// stands for: the first section with that title (or the nearest before it).
+    /// stands for: the first section with that title, or else section `index` (the last one
+    /// when there are fewer).
     public func section(forSectionIndexTitle title: String, at index: Int) -> Int {
         let sections = self.sections ?? []
         if let found = sections.firstIndex(where: { $0.indexTitle == title }) { return found }
@@ -234,18 +241,29 @@ public final class FetchedResultsController {
     private var isTracking: Bool { delegate != nil || !streams.isEmpty }
 
     private func updateTracking() {
-        guard plan != nil, isTracking else {
+        guard let plan, isTracking else {
             observation?.cancel()
             observation = nil
             return
         }
         guard observation == nil else { return }
+        if isStale {
+            // Tracking was off: catch up with what happened meanwhile before following changes.
+            if let fresh = try? fetchRows(plan) { rows = fresh }
+            cachedSections = nil
+        }
+        isStale = true           // from the next stop of tracking on
         observation = managedObjectContext.addObserver { [weak self] notification in
             self?.handle(notification.event)
         }
     }
 
     private func handle(_ event: ContextEvent) {
+        // A delegate released without being set to nil: stop as if it had been.
+        guard isTracking else {
+            updateTracking()
+            return
+        }
         switch event {
         case .objectsDidChange(let changes):
             contextDidChange(changes)

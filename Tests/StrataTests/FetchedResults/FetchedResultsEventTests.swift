@@ -98,4 +98,41 @@ import StrataTestSupport
             #expect(!container.mainContext.isObserved)
         }
     }
+
+    @Test func aDelegateSetAgainCatchesUpAndAReleasedOneStopsTracking() throws {
+        let (container, ids) = try numbers(3)
+        let controller = try controller(container)
+        let main = container.mainContext
+        var delegate: RecordingDelegate? = RecordingDelegate()
+        main.performAndWait {
+            controller.delegate = delegate
+            controller.delegate = nil
+        }
+        let update = container.newUpdateContext()
+        try update.performAndWait {
+            try update.delete(update.existingObject(with: ids[0]))
+            try update.saveToStore()
+        }
+        main.performAndWait {
+            #expect(controller.snapshot.objectIDs == ids)            // not tracking: as fetched
+            controller.delegate = delegate                          // tracking again: caught up first
+            #expect(controller.snapshot.objectIDs == Array(ids[1...]))
+        }
+        delegate = nil                                              // released, never set to nil
+        try update.performAndWait {
+            try update.delete(update.existingObject(with: ids[1]))
+            try update.saveToStore()
+        }
+        main.performAndWait { #expect(!main.isObserved) }
+    }
+
+    @Test func aCaseInsensitiveSectionKeyIsRefused() throws {
+        let container = try PersistentContainer(inMemoryWith: TestModels.goods())
+        let controller = FetchedResultsController(
+            fetchRequest: FetchRequest(entityName: "Good", sortKeys: [SortKey("name", comparison: .caseInsensitive)]),
+            managedObjectContext: container.mainContext, sectionNameKeyPath: "name")
+        _ = container.mainContext.performAndWait {
+            #expect(throws: FetchedResultsError.sectionKeyNeedsBinaryComparison(sectionKeyPath: "name")) { try controller.performFetch() }
+        }
+    }
 }
