@@ -21,6 +21,13 @@ internal import StrataSQLite
 ///
 /// Use it on its context's queue only, like the context's objects.
 public final class FetchedResultsController {
+    /// Carries the controller to its context's queue from a stream's termination handler.
+    // @unchecked because: `value` is only dereferenced inside `context.enqueue`, on the queue the
+    // controller is confined to.
+    private struct QueueBound: @unchecked Sendable {
+        weak var value: FetchedResultsController?
+    }
+
     public let fetchRequest: FetchRequest
     public let managedObjectContext: ManagedObjectContext
     /// The key path whose value names each object's section (through to-one relationships), or
@@ -230,12 +237,25 @@ public final class FetchedResultsController {
     // MARK: Tracking
 
     /// Every event from now on, as an async sequence (starts change tracking).
+    /// The stream ends its tracking when its consumer goes away (the stream is cancelled or
+    /// released).
     public func changes() -> AsyncStream<FetchedResultsEvent> {
         let (stream, continuation) = AsyncStream<FetchedResultsEvent>.makeStream()
         nextStream += 1
-        streams[nextStream] = continuation
+        let token = nextStream
+        streams[token] = continuation
+        let context = managedObjectContext
+        let controller = QueueBound(value: self)
+        continuation.onTermination = { _ in
+            context.enqueue { controller.value?.removeStream(token) }
+        }
         updateTracking()
         return stream
+    }
+
+    private func removeStream(_ token: Int) {
+        streams[token] = nil
+        updateTracking()
     }
 
     private var isTracking: Bool { delegate != nil || !streams.isEmpty }

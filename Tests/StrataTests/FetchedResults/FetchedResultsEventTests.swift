@@ -135,4 +135,16 @@ import StrataTestSupport
             #expect(throws: FetchedResultsError.sectionKeyNeedsBinaryComparison(sectionKeyPath: "name")) { try controller.performFetch() }
         }
     }
+
+    @Test func aStreamWhoseConsumerIsGoneStopsTracking() throws {
+        let (container, _) = try numbers(2)
+        let controller = try controller(container)
+        let main = container.mainContext
+        var stream: AsyncStream<FetchedResultsEvent>? = main.performAndWait { controller.changes() }
+        main.performAndWait { #expect(main.isObserved) }
+        #expect(stream != nil)
+        stream = nil                        // released: its termination handler runs
+        main.performAndWait {}              // the removal it queued
+        main.performAndWait { #expect(!main.isObserved) }
+    }
 }
