@@ -10,18 +10,24 @@ public struct ObjectChanges: Sendable, Equatable {
     public var refreshed: Set<ObjectID> = []
     /// Objects that left the context without a delete of theirs: their row vanished.
     public var invalidated: Set<ObjectID> = []
+    /// Entities whose rows another connection (another process, another coordinator on the
+    /// file) changed: which rows is not known, so whoever lists them reads them again. Set by
+    /// ``StoreCoordinator/processExternalChanges()``.
+    public var entitiesChangedElsewhere: Set<String> = []
 
     public init(inserted: Set<ObjectID> = [], updated: Set<ObjectID> = [], deleted: Set<ObjectID> = [],
-                refreshed: Set<ObjectID> = [], invalidated: Set<ObjectID> = []) {
+                refreshed: Set<ObjectID> = [], invalidated: Set<ObjectID> = [], entitiesChangedElsewhere: Set<String> = []) {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
         self.refreshed = refreshed
         self.invalidated = invalidated
+        self.entitiesChangedElsewhere = entitiesChangedElsewhere
     }
 
     public var isEmpty: Bool {
         inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty && invalidated.isEmpty
+            && entitiesChangedElsewhere.isEmpty
     }
 
     /// Every ID named, whatever the kind.

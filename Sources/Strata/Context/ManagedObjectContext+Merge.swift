@@ -60,6 +60,25 @@ extension ManagedObjectContext {
         forward(rows, except: origin)
     }
 
+    /// Another connection changed rows of `entities`: unchanged objects of those entities become
+    /// faults, to-many relationships that may list their rows are read again, and observers hear
+    /// which entities changed. Objects with pending changes keep them (their save checks the row
+    /// versions).
+    func storeChangedElsewhere(_ entities: Set<String>) {
+        var changes = ObjectChanges(entitiesChangedElsewhere: entities)
+        for object in registered.values where object.state == .clean || object.state == .updated {
+            if object.state == .clean, !object.isFault, entities.contains(object.entityName) {
+                object.isFault = true
+                object.committed = nil
+                changes.refreshed.insert(object.objectID)
+            }
+            if object.info.toManys.contains(where: { entities.contains($0.destination) }) {
+                for index in object.toMany.indices { object.toMany[index].committed = nil }
+            }
+        }
+        post(.objectsDidChange(changes))
+    }
+
     /// `row`, with the properties `object` changed since it was read kept as they are now.
     static func keepingChanges(of object: ManagedObject, over row: RowSnapshot) -> RowSnapshot {
         guard let before = object.committed else { return object.current }

@@ -15,6 +15,7 @@ extension FetchedResultsController {
         for id in touched where id.entityName == root { candidates.insert(id.primaryKey) }
         let new: [Row]
         if touched.contains(where: { related.contains($0.entityName) })
+            || !changes.entitiesChangedElsewhere.isDisjoint(with: plan.entities)
             || plan.request.fetchLimit != nil || plan.request.fetchOffset > 0 {
             guard let refetched = try? fetchRows(plan) else { return }
             new = refetched

@@ -60,6 +60,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         } catch let error as SQLiteError {
             throw StoreError.sqlite(error)
         }
+        try noteStoreState()
     }
 
     /// Opens a private in-memory store (for tests and scratch work).
@@ -76,6 +77,46 @@ public final class StoreCoordinator: @unchecked Sendable {
             try StoreCoordinator.create(connection, model: model, uuid: uuid)
         } catch let error as SQLiteError {
             throw StoreError.sqlite(error)
+        }
+    }
+
+    /// What this coordinator last saw of the file: SQLite's `data_version` (changed by other
+    /// connections' commits only) and the per-entity generations.
+    private var knownDataVersion: SQLiteValue = .null
+    private var knownEntityGenerations: [String: Int64] = [:]
+
+    /// Finds commits made through other connections since the last look (another process,
+    /// another coordinator on the same file), and tells every context of this coordinator which
+    /// entities they touched: unchanged objects of those entities become faults (read again on
+    /// next access) and each context posts an objects-did-change with
+    /// ``ObjectChanges/entitiesChangedElsewhere``, on its own queue. A results controller re-runs
+    /// its request on it and reports the exact change set.
+    ///
+    /// SQLite does not push such news: call this when the app may have missed some (on
+    /// activation, on a timer, after a helper process ran). It costs one `PRAGMA data_version`
+    /// when nothing happened. Returns the entities changed elsewhere.
+    @discardableResult
+    public func processExternalChanges() throws -> Set<String> {
+        let touched: Set<String> = try withConnection { db in
+            let version = try db.pragma("data_version")
+            guard version != knownDataVersion else { return [] }
+            knownDataVersion = version
+            let generations = try db.transaction(.deferred) { try StoreCoordinator.readMetadata(db) }.entityGenerations
+            defer { knownEntityGenerations = generations }
+            return Set(generations.filter { knownEntityGenerations[$0.key] != $0.value }.keys)
+        }
+        guard !touched.isEmpty else { return [] }
+        for context in contexts.withLock({ $0.compactMap(\.context) }) {
+            context.enqueue { context.storeChangedElsewhere(touched) }
+        }
+        return touched
+    }
+
+    /// Starts the bookkeeping of ``processExternalChanges()`` (at open).
+    private func noteStoreState() throws {
+        try withConnection { db in
+            knownDataVersion = try db.pragma("data_version")
+            knownEntityGenerations = try StoreCoordinator.readMetadata(db).entityGenerations
         }
     }
 
@@ -118,6 +159,7 @@ public final class StoreCoordinator: @unchecked Sendable {
                 .execute(.text(newUUID.uuidString), .blob(StoreCoordinator.randomNonce()))
             reservedKeys = []
             uuid = newUUID
+            knownEntityGenerations = try StoreCoordinator.readMetadata(db).entityGenerations
         }
         for context in contexts.withLock({ $0.compactMap(\.context) }) {
             context.enqueue { context.storeWasReplaced() }
@@ -352,6 +394,8 @@ public final class StoreCoordinator: @unchecked Sendable {
                     try db.cachedStatement("UPDATE strata_entity SET generation = ? WHERE name = ?")
                         .execute(.integer(generation), .text(entity))
                 }
+                // Our own commit is no news for processExternalChanges (data_version ignores it too).
+                for entity in changes.touchedEntities { knownEntityGenerations[entity] = generation }
                 if refreshModelJSON {
                     // Same hash, newer defaults or validation rules: keep the stored model current.
                     try db.cachedStatement("UPDATE strata_meta SET model_version = ?, model_json = ? WHERE id = 1")

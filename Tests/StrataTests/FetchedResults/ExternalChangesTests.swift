@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+import StrataTestSupport
+@testable import Strata
+
+/// Commits made through another connection (here: a second coordinator on the same file, as
+/// another process would) reach contexts and controllers through `processExternalChanges()`.
+@Suite struct ExternalChangesTests {
+    @Test func anotherConnectionsCommitReachesMainsControllerAsAnExactChangeSet() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("shared.sqlite")
+        let container = try PersistentContainer(model: TestModels.numbers(), url: url)
+        let update = container.newUpdateContext()
+        let ids = try update.performAndWait {
+            let ids = try (0..<3).map { i -> ObjectID in
+                let n = try update.insert("Number")
+                try n.setValue(Int64(i * 10), forKey: "value")
+                return n.objectID
+            }
+            try update.saveToStore()
+            return ids
+        }
+        let main = container.mainContext
+        let delegate = RecordingDelegate()
+        let controller = FetchedResultsController(
+            fetchRequest: FetchRequest(entityName: "Number", sortKeys: [.ascending("value")]), managedObjectContext: main)
+        let held = try main.performAndWait {
+            try controller.performFetch()
+            controller.delegate = delegate
+            return try main.existingObject(with: ids[0])
+        }
+        // Nothing happened elsewhere yet, and our own commits are no news.
+        #expect(try container.coordinator.processExternalChanges().isEmpty)
+
+        let other = try StoreCoordinator(model: TestModels.numbers(), url: url)
+        let elsewhere = other.newContext()
+        let added = try elsewhere.performAndWait {
+            try elsewhere.existingObject(with: ids[0]).setValue(Int64(25), forKey: "value")   // 0 → 25: moves past 10 and 20
+            let n = try elsewhere.insert("Number")
+            try n.setValue(Int64(15), forKey: "value")
+            try elsewhere.save()
+            return n.objectID
+        }
+        other.close()
+
+        #expect(try container.coordinator.processExternalChanges() == ["Number"])
+        container.waitForPendingMerges()
+        let changes = try #require(delegate.lastChanges)
+        #expect(changes.applied() == changes.after)
+        #expect(changes.objects.contains(.insert(added, at: FetchedIndexPath(item: 1, section: 0))))
+        #expect(main.performAndWait { controller.snapshot.objectIDs } == [ids[1], added, ids[2], ids[0]])
+        // main's object was turned into a fault and reads the new value.
+        let value = try main.performAndWait { try held.value(forKey: "value") as? Int64 }
+        #expect(value == 25)
+        #expect(try container.coordinator.processExternalChanges().isEmpty)
+    }
+}
