@@ -68,8 +68,7 @@ extension ManagedObjectContext {
         var changes = ObjectChanges(entitiesChangedElsewhere: entities)
         for object in registered.values where object.state == .clean || object.state == .updated {
             if object.state == .clean, !object.isFault, entities.contains(object.entityName) {
-                object.isFault = true
-                object.committed = nil
+                object.turnIntoFault()
                 changes.refreshed.insert(object.objectID)
             }
             if object.info.toManys.contains(where: { entities.contains($0.destination) }) {
@@ -135,9 +134,7 @@ extension ManagedObjectContext {
             updated[id] = nil
             deleted[id] = nil
             object.state = .clean
-            object.isFault = true
-            object.committed = nil
-            object.resetToMany()
+            object.turnIntoFault()
             changes.refreshed.insert(id)
             return
         }

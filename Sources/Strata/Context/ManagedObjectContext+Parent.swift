@@ -55,25 +55,23 @@ extension ManagedObjectContext {
         let rows = try parentRows(for: faults.map(\.objectID))
         for object in faults {
             guard let row = rows[object.objectID] else { continue }
-            object.current = row
-            object.committed = row
-            object.isFault = false
+            object.load(row)
         }
     }
 
     /// The members of `object`'s to-many `index` as the level above sees them.
     func parentToManyKeys(_ object: ManagedObject, _ index: Int) throws -> Set<Int64> {
-        if let parent {
-            let id = object.objectID
-            return try parent.performAndWait { try parent.visibleToManyKeys(id, index) }
-        }
-        return try coordinator.toManyKeys(object.info, index, of: object.objectID.primaryKey)
+        try parentToManyKeys(object.objectID, object.info, index)
     }
 
-    func visibleToManyKeys(_ id: ObjectID, _ index: Int) throws -> Set<Int64> {
+    private func parentToManyKeys(_ id: ObjectID, _ info: EntityInfo, _ index: Int) throws -> Set<Int64> {
+        if let parent { return try parent.performAndWait { try parent.visibleToManyKeys(id, info, index) } }
+        return try coordinator.toManyKeys(info, index, of: id.primaryKey)
+    }
+
+    private func visibleToManyKeys(_ id: ObjectID, _ info: EntityInfo, _ index: Int) throws -> Set<Int64> {
         if let object = registered[id] { return try toManyKeys(object, index) }
-        if let parent { return try parent.performAndWait { try parent.visibleToManyKeys(id, index) } }
-        return try coordinator.toManyKeys(try info(id.entityName), index, of: id.primaryKey)
+        return try parentToManyKeys(id, info, index)
     }
 
     // MARK: Pending changes along the chain
@@ -243,9 +241,7 @@ extension ManagedObjectContext {
     private func materialize(_ id: ObjectID, _ row: RowSnapshot) throws -> ManagedObject {
         if let object = registered[id] {
             if object.isFault {
-                object.current = row
-                object.committed = row
-                object.isFault = false
+                object.load(row)
             }
             return object
         }

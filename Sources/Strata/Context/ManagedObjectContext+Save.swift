@@ -173,9 +173,7 @@ extension ManagedObjectContext {
                 removed[id] = object
                 changes.invalidated.insert(id)
             } else if !object.isFault {
-                object.isFault = true
-                object.committed = nil
-                object.resetToMany()
+                object.turnIntoFault()
                 changes.refreshed.insert(id)
             }
         }

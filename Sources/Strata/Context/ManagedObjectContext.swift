@@ -21,9 +21,10 @@ internal import StrataSQLite
 ///     try context.save()          // one BEGIN IMMEDIATE … COMMIT; generation + 1
 /// }
 /// ```
-// @unchecked because: every plain mutable property is read and written only by code running on
-// `queue` (checked by `assertOnQueue()` at every entry point); `owner`, `mergesFromParent`,
-// `hasListeners` are atomics and `children`, `listeners` are behind locks.
+// Every plain mutable property is read and written only by code running on `queue` (checked by
+// `assertOnQueue()` at every entry point); `owner`, `mergesFromParent` and `hasListeners` are
+// atomics; `children` and `listeners` are behind locks.
+// @unchecked because: queue confinement, atomics and locks, as above, not the compiler, make it safe.
 public final class ManagedObjectContext: @unchecked Sendable {
     public let coordinator: StoreCoordinator
     /// The context this one saves into; `nil` for a root context, which saves to the store.
@@ -233,9 +234,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     func fulfill(_ object: ManagedObject) throws {
         guard object.isFault else { return }
         guard let row = try parentRow(for: object.objectID) else { throw ObjectError.objectNotFound(object.objectID) }
-        object.current = row
-        object.committed = row
-        object.isFault = false
+        object.load(row)
     }
 
     /// Registers `row` as object `key` of `info`: an unchanged registered object takes the fresher
@@ -244,9 +243,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         let id = ObjectID(entityName: info.name, primaryKey: key)
         if let object = registered[id] {
             if object.isFault || object.state == .clean {
-                object.current = row
-                object.committed = row
-                object.isFault = false
+                object.load(row)
             }
             return object
         }

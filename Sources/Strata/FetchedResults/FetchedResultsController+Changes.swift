@@ -21,7 +21,7 @@ extension FetchedResultsController {
             new = refetched
             // Every row whose values changed is a candidate too (a related object renamed).
             let before = Dictionary(old.map { ($0.key, $0.values) }, uniquingKeysWith: { a, _ in a })
-            for row in new where before[row.key].map({ !FetchedResultsController.same($0, row.values) }) ?? false {
+            for row in new where before[row.key].map({ $0 != row.values }) ?? false {
                 candidates.insert(row.key)
             }
         } else {
@@ -43,9 +43,6 @@ extension FetchedResultsController {
         if !result.isEmpty { report(.changes(result)) }
     }
 
-    static func same(_ a: [SQLiteValue], _ b: [SQLiteValue]) -> Bool {
-        zip(a, b).allSatisfy { ScalarOrder.compare($0, $1) == 0 && $0 == $1 }
-    }
 
     /// The row of `id` when it matches the request now, else `nil`.
     private func evaluate(_ id: ObjectID, _ plan: FetchPlan) -> Row? {

@@ -197,6 +197,20 @@ extension ManagedObject {
         }
     }
 
+    /// Takes `row` as both the current and the saved values: the object is no longer a fault.
+    func load(_ row: RowSnapshot) {
+        current = row
+        committed = row
+        isFault = false
+    }
+
+    /// Forgets the values and the to-many members: everything is read again on next access.
+    func turnIntoFault() {
+        isFault = true
+        committed = nil
+        resetToMany()
+    }
+
     /// Forgets the to-many members: they are read again on next use.
     func resetToMany() {
         for index in toMany.indices { toMany[index] = ToManyState() }

@@ -183,7 +183,9 @@ public final class StoreCoordinator: @unchecked Sendable {
 
     /// Whether a root context other than `context` merges the others' saves.
     func hasMergingRoots(besides context: ManagedObjectContext) -> Bool {
-        mergingRoots.withLock { $0.contains { $0.context != nil && $0.context !== context && $0.context!.automaticallyMergesChangesFromParent } }
+        mergingRoots.withLock { roots in
+            roots.contains { root in root.context.map { $0 !== context && $0.automaticallyMergesChangesFromParent } ?? false }
+        }
     }
 
     /// Hands a root context's save to every other root context that merges automatically; each
