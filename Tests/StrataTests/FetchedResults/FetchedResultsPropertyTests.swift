@@ -72,19 +72,19 @@ private struct World: Equatable {
 
     /// The controller's request run on this world: `number < 80`, sectioned by `category.name`,
     /// sorted by category name then name (strings by UTF-8 bytes), ties by primary key.
-    func expectedLayout() -> Layout {
+    func expectedLayout() -> ControllerLayout {
         let visible = goods.filter { $0.value.number < 80 }.map { (key: $0.key, good: $0.value, section: categories[$0.value.category]!) }
         let ordered = visible.sorted { a, b in
             if a.section != b.section { return a.section.utf8.lexicographicallyPrecedes(b.section.utf8) }
             if a.good.name != b.good.name { return a.good.name.utf8.lexicographicallyPrecedes(b.good.name.utf8) }
             return a.key < b.key
         }
-        var sections: [Layout.Section] = []
+        var sections: [ControllerLayout.Section] = []
         for row in ordered {
-            if sections.last?.name != row.section { sections.append(Layout.Section(name: row.section, ids: [])) }
+            if sections.last?.name != row.section { sections.append(ControllerLayout.Section(name: row.section, ids: [])) }
             sections[sections.count - 1].ids.append(ObjectID(entityName: "Good", primaryKey: row.key))
         }
-        return Layout(sections: sections)
+        return ControllerLayout(sections: sections)
     }
 
     /// Main after merging a background save that turned the store from `before` into `after`:
@@ -117,7 +117,7 @@ private struct World: Equatable {
 }
 
 /// Sections (names) and their ordered object IDs: what the test compares.
-private struct Layout: Equatable {
+struct ControllerLayout: Equatable {
     struct Section: Equatable {
         var name: String
         var ids: [ObjectID]
@@ -136,171 +136,6 @@ private struct Layout: Equatable {
         sections.map { section in
             "\(section.name)[" + section.ids.map { "\($0.primaryKey) \(names[$0.primaryKey] ?? "?")" }.joined(separator: ", ") + "]"
         }.joined(separator: " ")
-    }
-}
-
-// MARK: - An independent applier
-
-private struct Refusal: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// Applies a change set to `old` as a table view's batch update does, by slot filling: section
-/// and object deletions (and move sources) name old positions and are checked against `old`;
-/// the new section list has the inserted sections at their indexes and the surviving sections,
-/// in order, in the other slots; each new section has inserted and moved-in objects at their
-/// items and its surviving objects, in order, in the other slots. Objects of a deleted section
-/// that are not reported go with it (UIKit). Updates name the object at both paths.
-private func applyByTableViewRules(_ changes: FetchedChanges, to old: Layout) throws -> Layout {
-    var deletedSections = Set<Int>()
-    var insertedSections: [Int: String] = [:]
-    for change in changes.sections {
-        switch change {
-        case let .delete(section, index):
-            guard old.sections.indices.contains(index) else { throw Refusal("section delete at \(index): the old layout has \(old.sections.count) sections") }
-            guard old.sections[index].name == section.name else {
-                throw Refusal("section delete of \(section.name) at \(index): the old layout has \(old.sections[index].name) there")
-            }
-            guard deletedSections.insert(index).inserted else { throw Refusal("section \(index) deleted twice") }
-        case let .insert(section, index):
-            guard insertedSections[index] == nil else { throw Refusal("two sections inserted at \(index)") }
-            guard !old.sections.contains(where: { $0.name == section.name })
-                    || old.sections.enumerated().contains(where: { $0.element.name == section.name && deletedSections.contains($0.offset) })
-            else { throw Refusal("section \(section.name) inserted at \(index) but the old layout has it and it is not deleted") }
-            insertedSections[index] = section.name
-        }
-    }
-    var removed = Set<FetchedIndexPath>()
-    var placed: [FetchedIndexPath: ObjectID] = [:]
-    var updates: [(ObjectID, FetchedIndexPath)] = []
-    func checkOld(_ id: ObjectID, _ path: FetchedIndexPath, _ what: String) throws {
-        guard let found = old[path] else { throw Refusal("\(what) \(id.primaryKey) at old \(path): outside the old layout") }
-        guard found == id else { throw Refusal("\(what) \(id.primaryKey) at old \(path): the old layout has \(found.primaryKey) there") }
-    }
-    func remove(_ path: FetchedIndexPath) throws {
-        guard removed.insert(path).inserted else { throw Refusal("old \(path) removed twice") }
-    }
-    func place(_ id: ObjectID, _ path: FetchedIndexPath) throws {
-        guard placed[path] == nil else { throw Refusal("new \(path) filled twice") }
-        placed[path] = id
-    }
-    for change in changes.objects {
-        switch change {
-        case let .delete(id, path):
-            try checkOld(id, path, "delete of")
-            try remove(path)
-        case let .insert(id, path):
-            try place(id, path)
-        case let .move(id, from, to):
-            try checkOld(id, from, "move of")
-            try remove(from)
-            try place(id, to)
-        case let .update(id, from, to):
-            try checkOld(id, from, "update of")
-            updates.append((id, to))
-        }
-    }
-    var survivors: [Layout.Section] = []
-    for (s, section) in old.sections.enumerated() where !deletedSections.contains(s) {
-        let kept = section.ids.enumerated().filter { !removed.contains(FetchedIndexPath(item: $0.offset, section: s)) }.map(\.element)
-        survivors.append(Layout.Section(name: section.name, ids: kept))
-    }
-    let count = survivors.count + insertedSections.count
-    for index in insertedSections.keys where !(0..<count).contains(index) {
-        throw Refusal("section inserted at \(index): the new layout has \(count) sections")
-    }
-    var sections: [Layout.Section] = []
-    var nextSurvivor = 0
-    for index in 0..<count {
-        if let name = insertedSections[index] {
-            sections.append(Layout.Section(name: name, ids: []))
-        } else {
-            sections.append(survivors[nextSurvivor])
-            nextSurvivor += 1
-        }
-    }
-    for (s, entries) in Dictionary(grouping: placed, by: { $0.key.section }) {
-        guard sections.indices.contains(s) else { throw Refusal("object placed in section \(s): the new layout has \(count) sections") }
-        let length = sections[s].ids.count + entries.count
-        var slots = [ObjectID?](repeating: nil, count: length)
-        for (path, id) in entries {
-            guard (0..<length).contains(path.item) else {
-                throw Refusal("object \(id.primaryKey) placed at \(path): section \(s) has \(length) objects afterwards")
-            }
-            slots[path.item] = id
-        }
-        var rest = sections[s].ids.makeIterator()
-        sections[s].ids = slots.map { $0 ?? rest.next()! }
-    }
-    let result = Layout(sections: sections)
-    for (id, to) in updates where result[to] != id {
-        throw Refusal("update of \(id.primaryKey) names new \(to), where the new layout has \(result[to].map { "\($0.primaryKey)" } ?? "nothing")")
-    }
-    return result
-}
-
-private func render(_ changes: FetchedChanges) -> String {
-    let sections = changes.sections.map { change -> String in
-        switch change {
-        case let .delete(section, index): "section-delete \(section.name)@\(index)"
-        case let .insert(section, index): "section-insert \(section.name)@\(index)"
-        }
-    }
-    let objects = changes.objects.map { change -> String in
-        switch change {
-        case let .delete(id, path): "delete \(id.primaryKey)@\(path)"
-        case let .insert(id, path): "insert \(id.primaryKey)@\(path)"
-        case let .move(id, from, to): "move \(id.primaryKey) \(from)->\(to)"
-        case let .update(id, from, to): "update \(id.primaryKey) \(from)->\(to)"
-        }
-    }
-    return (sections + objects).joined(separator: ", ")
-}
-
-// MARK: - The delegate
-
-/// Records every event and every callback, to check that the callbacks spell out the change sets.
-private final class PropertyRecorder: FetchedResultsControllerDelegate {
-    enum Call: Equatable {
-        case will
-        case section(String, Int, FetchedResultsChangeType)
-        case object(ObjectID, FetchedIndexPath?, FetchedResultsChangeType, FetchedIndexPath?)
-        case did
-        case snapshot(FetchedSnapshot)
-    }
-    var events: [FetchedResultsEvent] = []
-    var calls: [Call] = []
-
-    func controllerWillChangeContent(_ controller: FetchedResultsController) { calls.append(.will) }
-    func controller(_ controller: FetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
-                    for type: FetchedResultsChangeType) { calls.append(.section(section.name, index, type)) }
-    func controller(_ controller: FetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
-                    for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?) {
-        calls.append(.object(objectID, indexPath, type, newIndexPath))
-    }
-    func controllerDidChangeContent(_ controller: FetchedResultsController) { calls.append(.did) }
-    func controller(_ controller: FetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot) { calls.append(.snapshot(snapshot)) }
-    func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) { events.append(event) }
-
-    /// The callbacks a change set should produce.
-    static func expectedCalls(_ changes: FetchedChanges) -> [Call] {
-        var calls: [Call] = [.will]
-        for change in changes.sections {
-            switch change {
-            case let .delete(section, index): calls.append(.section(section.name, index, .delete))
-            case let .insert(section, index): calls.append(.section(section.name, index, .insert))
-            }
-        }
-        for change in changes.objects {
-            switch change {
-            case let .delete(id, path): calls.append(.object(id, path, .delete, nil))
-            case let .insert(id, path): calls.append(.object(id, nil, .insert, path))
-            case let .move(id, from, to): calls.append(.object(id, from, .move, to))
-            case let .update(id, from, to): calls.append(.object(id, from, .update, to))
-            }
-        }
-        return calls + [.did, .snapshot(changes.after)]
     }
 }
 
@@ -341,7 +176,7 @@ private struct PropertyRun {
     var store = World()
     /// The last name of every good that ever existed, for messages.
     var names: [Int64: String] = [:]
-    var layout: Layout
+    var layout: ControllerLayout
     var tally = Tally()
     var lastMode: Route = .saveToStore
     var lastOperations: [String] = []
@@ -385,7 +220,7 @@ private struct PropertyRun {
         layout = try context.performAndWait {
             try controller.performFetch()
             controller.delegate = recorder
-            return Layout(controller.snapshot)
+            return ControllerLayout(controller.snapshot)
         }
         if layout != world.expectedLayout() {
             Issue.record("the first fetch differs from the model:\n  fetched \(layout.render(names))\n  model   \(world.expectedLayout().render(names))")
@@ -399,7 +234,7 @@ private struct PropertyRun {
             try controller.performFetch()
             recorder.events = []
             recorder.calls = []
-            return Layout(controller.snapshot)
+            return ControllerLayout(controller.snapshot)
         }
         container.waitForPendingMerges()
     }
@@ -552,12 +387,12 @@ private struct PropertyRun {
         let (controller, recorder, request) = (self.controller, self.recorder, self.request)
         let previous = layout
         let expected = main.expectedLayout()
-        let observed = context.performAndWait { () -> (Layout, Result<Layout, any Error>, [FetchedResultsEvent], [PropertyRecorder.Call]) in
-            let actual = Layout(controller.snapshot)
+        let observed = context.performAndWait { () -> (ControllerLayout, Result<ControllerLayout, any Error>, [FetchedResultsEvent], [PropertyRecorder.Call]) in
+            let actual = ControllerLayout(controller.snapshot)
             let fresh = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "category.name")
-            let freshLayout = Result { () throws -> Layout in
+            let freshLayout = Result { () throws -> ControllerLayout in
                 try fresh.performFetch()
-                return Layout(fresh.snapshot)
+                return ControllerLayout(fresh.snapshot)
             }
             defer {
                 recorder.events = []
@@ -587,7 +422,7 @@ private struct PropertyRun {
             case .reload(let snapshot):
                 problems.append("event \(index): a reload, where no reset or store replacement happened")
                 expectedCalls.append(.snapshot(snapshot))
-                current = Layout(snapshot)
+                current = ControllerLayout(snapshot)
             case .changes(let changes):
                 changeSets += 1
                 expectedCalls += PropertyRecorder.expectedCalls(changes)
@@ -627,12 +462,12 @@ private struct PropertyRun {
                 }.joined(separator: " ")] + problems
     }
 
-    mutating func checkChangeSet(_ changes: FetchedChanges, index: Int, previous current: inout Layout, names: [Int64: String]) -> [String] {
+    mutating func checkChangeSet(_ changes: FetchedChanges, index: Int, previous current: inout ControllerLayout, names: [Int64: String]) -> [String] {
         var problems: [String] = []
         let label = "change set \(index) {\(render(changes))}"
         if changes.isEmpty { problems.append("\(label): an empty change set was reported") }
-        if Layout(changes.before) != current {
-            problems.append("(b) \(label): before is\n    \(Layout(changes.before).render(names))\n    but the previous layout is\n    \(current.render(names))")
+        if ControllerLayout(changes.before) != current {
+            problems.append("(b) \(label): before is\n    \(ControllerLayout(changes.before).render(names))\n    but the previous layout is\n    \(current.render(names))")
         }
         // (c) no object twice, (d) a move is never also an update.
         var seen: [ObjectID: Int] = [:]
@@ -668,16 +503,16 @@ private struct PropertyRun {
         }
         do {
             let applied = try applyByTableViewRules(changes, to: current)
-            if applied != Layout(changes.after) {
-                problems.append("(b) \(label): applied by table-view rules it gives\n    \(applied.render(names))\n    but its after is\n    \(Layout(changes.after).render(names))")
+            if applied != ControllerLayout(changes.after) {
+                problems.append("(b) \(label): applied by table-view rules it gives\n    \(applied.render(names))\n    but its after is\n    \(ControllerLayout(changes.after).render(names))")
             }
-            if Layout(changes.before) == current, Layout(changes.applied()) != Layout(changes.after) {
-                problems.append("(b) \(label): FetchedChanges.applied() gives\n    \(Layout(changes.applied()).render(names))\n    but its after is\n    \(Layout(changes.after).render(names))")
+            if ControllerLayout(changes.before) == current, ControllerLayout(changes.applied()) != ControllerLayout(changes.after) {
+                problems.append("(b) \(label): FetchedChanges.applied() gives\n    \(ControllerLayout(changes.applied()).render(names))\n    but its after is\n    \(ControllerLayout(changes.after).render(names))")
             }
             current = applied
         } catch {
             problems.append("(b) \(label): cannot be applied to the previous layout: \(error)")
-            current = Layout(changes.after)
+            current = ControllerLayout(changes.after)
         }
         return problems
     }
