@@ -69,7 +69,7 @@ extension ManagedObjectContext {
         return try coordinator.toManyKeys(info, index, of: id.primaryKey)
     }
 
-    private func visibleToManyKeys(_ id: ObjectID, _ info: EntityInfo, _ index: Int) throws -> Set<Int64> {
+    func visibleToManyKeys(_ id: ObjectID, _ info: EntityInfo, _ index: Int) throws -> Set<Int64> {
         if let object = registered[id] { return try toManyKeys(object, index) }
         return try parentToManyKeys(id, info, index)
     }

@@ -14,22 +14,86 @@ public struct FetchedIndexPath: Hashable, Sendable, Comparable, CustomStringConv
 }
 
 /// One section of a results controller.
+///
+/// A section read from a controller shares the controller's storage: its name, title and count
+/// cost nothing, and ``objectIDs`` builds the list of IDs when asked for.
 public struct FetchedSection: Sendable, Equatable {
+    enum IDs: Sendable {
+        case shared(FetchedRows, section: Int, entity: String)
+        case explicit([ObjectID])
+    }
+
     /// The section key's value as text; `""` for objects whose section value is `nil`.
     public var name: String
     /// The title in the section index (default: the name's first letter, capitalised).
     public var indexTitle: String?
+    var ids: IDs
+
+    public init(name: String, indexTitle: String?, objectIDs: [ObjectID]) {
+        self.name = name
+        self.indexTitle = indexTitle
+        ids = .explicit(objectIDs)
+    }
+
+    init(rows: FetchedRows, section: Int, entity: String) {
+        name = rows.sections[section].name
+        indexTitle = rows.sections[section].indexTitle
+        ids = .shared(rows, section: section, entity: entity)
+    }
+
     /// The section's objects, in order, as IDs: materialise them with the controller.
-    public var objectIDs: [ObjectID]
-    public var numberOfObjects: Int { objectIDs.count }
+    public var objectIDs: [ObjectID] {
+        get {
+            switch ids {
+            case let .shared(rows, section, entity): rows.keys(section: section).map { ObjectID(entityName: entity, primaryKey: $0) }
+            case .explicit(let ids): ids
+            }
+        }
+        set { ids = .explicit(newValue) }
+    }
+
+    public var numberOfObjects: Int {
+        switch ids {
+        case let .shared(rows, section, _): rows.sections[section].count
+        case .explicit(let ids): ids.count
+        }
+    }
+
+    /// The ID at `item`, without building the list.
+    public func objectID(at item: Int) -> ObjectID {
+        switch ids {
+        case let .shared(rows, section, entity): ObjectID(entityName: entity, primaryKey: rows.key(section: section, item: item))
+        case .explicit(let ids): ids[item]
+        }
+    }
+
+    public static func == (lhs: FetchedSection, rhs: FetchedSection) -> Bool {
+        lhs.name == rhs.name && lhs.indexTitle == rhs.indexTitle && lhs.numberOfObjects == rhs.numberOfObjects
+            && lhs.objectIDs == rhs.objectIDs
+    }
 }
 
 /// The sections and their ordered object IDs: what a list shows.
+///
+/// A controller's snapshot shares the controller's storage (taking one costs O(number of
+/// chunks of 512 rows), not O(rows)); IDs are built only when read.
 public struct FetchedSnapshot: Sendable, Equatable {
     public var sections: [FetchedSection]
 
+    public init(sections: [FetchedSection]) {
+        self.sections = sections
+    }
+
+    init(rows: FetchedRows, entity: String) {
+        sections = rows.sections.indices.map { FetchedSection(rows: rows, section: $0, entity: entity) }
+    }
+
     /// Every ID, section by section.
     public var objectIDs: [ObjectID] { sections.flatMap(\.objectIDs) }
+
+    public var numberOfObjects: Int { sections.reduce(0) { $0 + $1.numberOfObjects } }
+
+    public func objectID(at path: FetchedIndexPath) -> ObjectID { sections[path.section].objectID(at: path.item) }
 }
 
 /// What one change of a results controller did, in the order a table view applies it.
@@ -66,6 +130,9 @@ public struct FetchedChanges: Sendable, Equatable {
 public enum FetchedResultsEvent: Sendable {
     case changes(FetchedChanges)
     case reload(FetchedSnapshot)
+    /// A change could not be followed; the layout is the last good one (see
+    /// ``FetchedResultsError/trackingFailed(reason:)``).
+    case failed(FetchedResultsError)
 }
 
 /// A results controller's delegate, called on the context's queue. Every method has a default
@@ -82,6 +149,8 @@ public protocol FetchedResultsControllerDelegate: AnyObject {
     func controller(_ controller: FetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot)
     /// The whole change set, or a reload.
     func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent)
+    /// A change could not be followed (the store could not be read); the layout is unchanged.
+    func controller(_ controller: FetchedResultsController, didFailWith error: FetchedResultsError)
 }
 
 public enum FetchedResultsChangeType: Sendable, Equatable {
@@ -97,6 +166,7 @@ extension FetchedResultsControllerDelegate {
     public func controllerDidChangeContent(_ controller: FetchedResultsController) {}
     public func controller(_ controller: FetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot) {}
     public func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) {}
+    public func controller(_ controller: FetchedResultsController, didFailWith error: FetchedResultsError) {}
 }
 
 /// A controller refused a request.
@@ -112,6 +182,9 @@ public enum FetchedResultsError: Error, Sendable, Equatable, CustomStringConvert
     case sectionKeyNeedsBinaryComparison(sectionKeyPath: String)
     /// `performFetch()` has not run yet.
     case notFetched
+    /// Following a change failed (the store could not be read): the controller kept its last
+    /// layout, reported this, and re-runs its request on the next change.
+    case trackingFailed(reason: String)
 
     public var description: String {
         switch self {
@@ -123,6 +196,7 @@ public enum FetchedResultsError: Error, Sendable, Equatable, CustomStringConvert
             "the section key \(section) must be sorted with the binary comparison: sections are runs of equal values; "
                 + "store a normalised copy of the value to section case-insensitively"
         case .notFetched: "call performFetch() first"
+        case .trackingFailed(let reason): "the results controller could not follow a change (\(reason)); it keeps its last layout and re-runs its request on the next change"
         }
     }
 }

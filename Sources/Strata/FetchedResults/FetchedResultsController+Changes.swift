@@ -3,137 +3,293 @@ internal import StrataSQLite
 /// Following the context: re-evaluating changed rows and computing exact change sets.
 extension FetchedResultsController {
     /// Re-evaluates every changed row of the entity — registered in the context or not — and
-    /// reports what moved. A change to a related entity that a key path reads (or a request with
-    /// a limit or offset) re-runs the request instead and compares the two layouts.
+    /// every row whose related objects changed a value a key path reads, and reports what moved.
+    /// Cost: O(k log n) for k such rows (a key index finds each row's old place, a binary search
+    /// its new one). The request re-runs instead (O(n)) for a limit or offset, a commit made
+    /// elsewhere, or a change to an entity it reads through a to-many relationship.
     func contextDidChange(_ changes: ObjectChanges) {
         let plan = checkedPlan()
         let root = plan.info.name
-        let touched = changes.all
-        let related = plan.entities.subtracting([root])
-        let old = rows
-        var candidates = Set<Int64>()
-        for id in touched where id.entityName == root { candidates.insert(id.primaryKey) }
-        let new: [Row]
-        if touched.contains(where: { related.contains($0.entityName) })
-            || !changes.entitiesChangedElsewhere.isDisjoint(with: plan.entities)
-            || plan.request.fetchLimit != nil || plan.request.fetchOffset > 0 {
-            guard let refetched = try? fetchRows(plan) else { return }
-            new = refetched
-            // Every row whose values changed is a candidate too (a related object renamed).
-            let before = Dictionary(old.map { ($0.key, $0.values) }, uniquingKeysWith: { a, _ in a })
-            for row in new where before[row.key].map({ $0 != row.values }) ?? false {
-                candidates.insert(row.key)
+        let dependencies = FetchedDependencies(plan)
+        do {
+            if needsRerun || plan.request.fetchLimit != nil || plan.request.fetchOffset > 0
+                || !changes.entitiesChangedElsewhere.isDisjoint(with: plan.entities)
+                || changes.all.contains(where: { dependencies.throughToMany.contains($0.entityName) }) {
+                try rerun(changes, plan)
+                return
             }
-        } else {
+            var candidates = Set<Int64>()
+            for id in changes.all where id.entityName == root { candidates.insert(id.primaryKey) }
+            guard let related = try relatedCandidates(changes, plan, dependencies) else {
+                try rerun(changes, plan)
+                return
+            }
+            candidates.formUnion(related)
             guard !candidates.isEmpty else { return }
-            var kept = old.filter { !candidates.contains($0.key) }
-            let gone = changes.deleted.union(changes.invalidated)
-            for key in candidates.sorted() {
-                let id = ObjectID(entityName: root, primaryKey: key)
-                guard !gone.contains(id), let row = evaluate(id, plan) else { continue }
-                kept.insert(row, at: insertionIndex(of: row, in: kept, plan))
-            }
-            new = kept
+            try follow(candidates, changes, plan)
+        } catch {
+            needsRerun = true
+            report(.failed(.trackingFailed(reason: "\(error)")))
         }
-        let reported = changes.updated.union(changes.refreshed).union(changes.inserted)
-        let updated = Set(reported.filter { $0.entityName == root }.map(\.primaryKey)).union(candidates)
-        let result = diff(old: old, new: new, changed: candidates, updated: updated)
-        rows = new
-        cachedSections = result.after.sections
+    }
+
+    /// The rows whose related objects changed a value that a key path reads; `nil` when only a
+    /// re-run can tell (an intermediate object of a longer chain has unsaved changes).
+    private func relatedCandidates(_ changes: ObjectChanges, _ plan: FetchPlan,
+                                   _ dependencies: FetchedDependencies) throws -> Set<Int64>? {
+        let context = managedObjectContext
+        var affected: [String: [Int64]] = [:]
+        for id in changes.all where id.entityName != plan.info.name && plan.entities.contains(id.entityName) {
+            let slots = dependencies.slots(of: id.entityName)
+            guard !slots.isEmpty, let info = context.schema.infos[id.entityName] else { continue }
+            let now = try VisibleSubject(context: context, info: info, key: id.primaryKey)?.values(slots) ?? []
+            if relatedValues[id] != now {
+                relatedValues[id] = now
+                affected[id.entityName, default: []].append(id.primaryKey)
+            }
+        }
+        guard !affected.isEmpty else { return [] }
+        var candidates = Set<Int64>()
+        for chain in dependencies.chains {
+            for (j, hop) in chain.hops.enumerated() {
+                guard let keys = affected[hop.destination.name] else { continue }
+                // Unsaved changes to the objects between the root and this hop: SQL can't follow them.
+                if j > 0, context.chainHasPendingChanges(Set(chain.hops[..<j].map(\.destination.name))) { return nil }
+                let sql = FetchedDependencies.reachSQL(chain.hops, through: j)
+                let found: [Int64] = try context.coordinator.withConnection { db in
+                    let statement = try db.cachedStatement(sql)
+                    try statement.bind("[" + keys.map(String.init).joined(separator: ",") + "]", at: 1)
+                    var found: [Int64] = []
+                    try statement.forEachRow { found.append($0.int64(at: 0)) }
+                    return found
+                }
+                candidates.formUnion(found)
+            }
+        }
+        // Rows with unsaved changes may point elsewhere than the store says: re-evaluate them too.
+        candidates.formUnion(context.chainPendingKeys(plan.info.name))
+        return candidates
+    }
+
+    /// One changed row's place: before (from the key index) and after (once re-inserted).
+    struct Tracked {
+        var key: Int64
+        var old: FetchedRows.Location?
+        var oldFlat = 0
+        var new: FetchedRows.Location?
+        var newFlat = 0
+    }
+
+    /// Removes every candidate, re-evaluates each and inserts it where it now belongs.
+    private func follow(_ candidates: Set<Int64>, _ changes: ObjectChanges, _ plan: FetchPlan) throws {
+        let context = managedObjectContext
+        let order = sectionOrder
+        let before = rows
+        var rows = before
+        var locations = self.locations
+        self.locations = KeyLocations()                 // `locations` is now the only owner: no copy
+        let beforeOffsets = FetchedResultsController.offsets(before)
+        var tracked = candidates.sorted().map { key -> Tracked in
+            var entry = Tracked(key: key)
+            if let chunk = locations[key] {
+                let location = before.location(of: key, inChunk: chunk, order: order)
+                entry.old = location
+                entry.oldFlat = beforeOffsets[location.section] + location.item
+            }
+            return entry
+        }
+        do {
+            for entry in tracked {
+                if let chunk = locations[entry.key] { rows.remove(entry.key, inChunk: chunk, locations: &locations, order: order) }
+            }
+            let gone = Set(changes.deleted.union(changes.invalidated).map(\.primaryKey))
+            let first = sectionNameKeyPath != nil ? 1 : 0
+            var probed: [Int64: [SQLiteValue]] = [:]
+            func values(of key: Int64) throws -> [SQLiteValue] {
+                if let known = probed[key] { return known }
+                guard let subject = try VisibleSubject(context: context, info: plan.info, key: key) else {
+                    throw FetchedResultsError.trackingFailed(reason: "row \(key) of \(plan.info.name) vanished while being placed")
+                }
+                let found = try plan.sortPaths[first...].map { try $0.path.value(subject) }
+                probed[key] = found
+                return found
+            }
+            for entry in tracked where !gone.contains(entry.key) {
+                guard let subject = try VisibleSubject(context: context, info: plan.info, key: entry.key),
+                      try plan.condition?.evaluate(subject) ?? true else { continue }
+                let all = try plan.sortValues(subject)
+                let own = Array(all[first...])
+                probed[entry.key] = own
+                try rows.insert(key: entry.key, stamp: FetchedResultsController.stamp(version: subject.row.version, all),
+                                sectionValue: first == 1 ? all[0] : .null, locations: &locations, order: order,
+                                makeSection: makeSection) { other in
+                    let comparison = plan.compareSortValues(from: first, try values(of: other), own)
+                    return comparison < 0 || (comparison == 0 && other < entry.key)
+                }
+            }
+        } catch {
+            // Put the last good layout back; the next change re-runs the request.
+            self.rows = before
+            self.locations = FetchedResultsController.locations(of: before)
+            throw error
+        }
+        let afterOffsets = FetchedResultsController.offsets(rows)
+        for index in tracked.indices {
+            guard let chunk = locations[tracked[index].key] else { continue }
+            let location = rows.location(of: tracked[index].key, inChunk: chunk, order: order)
+            tracked[index].new = location
+            tracked[index].newFlat = afterOffsets[location.section] + location.item
+        }
+        self.rows = rows
+        self.locations = locations
+        let updated = Set(changes.updated.union(changes.refreshed).union(changes.inserted)
+            .filter { $0.entityName == plan.info.name }.map(\.primaryKey))
+        let result = changeSet(before: before, after: rows, tracked: tracked, updated: updated)
         if !result.isEmpty { report(.changes(result)) }
     }
 
-
-    /// The row of `id` when it matches the request now, else `nil`.
-    private func evaluate(_ id: ObjectID, _ plan: FetchPlan) -> Row? {
-        let context = managedObjectContext
-        guard let object = try? context.object(with: id), object.state != .deleted, object.state != .invalid else { return nil }
-        do {
-            guard try plan.matches(object, in: context) else { return nil }
-            return Row(key: id.primaryKey, values: try plan.sortValues(ObjectSubject(object: object, context: context)))
-        } catch {
-            return nil          // the row no longer exists
-        }
-    }
-
-    /// Binary search: where `row` goes among `rows` (sorted by the request's order).
-    private func insertionIndex(of row: Row, in rows: [Row], _ plan: FetchPlan) -> Int {
-        var low = 0, high = rows.count
-        while low < high {
-            let mid = (low + high) / 2
-            let order = plan.compareSortValues(rows[mid].values, row.values)
-            if order < 0 || (order == 0 && rows[mid].key < row.key) { low = mid + 1 } else { high = mid }
-        }
-        return low
-    }
-
-    /// The change set from `old` to `new`. Rows not in `changed` keep their relative order and
-    /// are never reported (they only shift). A changed row present in both is an update where it
-    /// can stay in place relative to the unchanged rows around it (a longest increasing run
-    /// among the changed rows of each gap), a move otherwise, and always a move when its section
-    /// changed.
-    func diff(old: [Row], new: [Row], changed: Set<Int64>, updated: Set<Int64>) -> FetchedChanges {
-        let before = buildSections(old), after = buildSections(new)
-        func paths(_ sections: [FetchedSection]) -> [Int64: FetchedIndexPath] {
-            var paths: [Int64: FetchedIndexPath] = [:]
-            for (s, section) in sections.enumerated() {
-                for (i, id) in section.objectIDs.enumerated() { paths[id.primaryKey] = FetchedIndexPath(item: i, section: s) }
+    /// Runs the request again and compares the whole layout (O(n)): rows whose stamp changed,
+    /// that came or went, or that changed order are reported.
+    private func rerun(_ changes: ObjectChanges, _ plan: FetchPlan) throws {
+        let fetched = try fetchRows(plan)
+        let before = rows
+        let old = before.flattened()
+        install(fetched)
+        let after = rows
+        var oldIndex: [Int64: Int] = [:]
+        oldIndex.reserveCapacity(old.count)
+        for (i, row) in old.enumerated() { oldIndex[row.key] = i }
+        var changed = Set<Int64>()
+        for id in changes.all where id.entityName == plan.info.name { changed.insert(id.primaryKey) }
+        var updated = changed
+        var kept: [(key: Int64, oldIndex: Int)] = []
+        for row in fetched {
+            guard let i = oldIndex[row.key] else { changed.insert(row.key); continue }
+            if old[i].stamp != row.stamp {
+                changed.insert(row.key)
+                updated.insert(row.key)
+            } else if !changed.contains(row.key) {
+                kept.append((row.key, i))
             }
-            return paths
         }
-        let oldPaths = paths(before), newPaths = paths(after)
-        var newIndex: [Int64: Int] = [:]
-        for (i, row) in new.enumerated() { newIndex[row.key] = i }
+        let newKeys = Set(fetched.map(\.key))
+        for row in old where !newKeys.contains(row.key) { changed.insert(row.key) }
+        // Unchanged rows keep their relative order unless a stamp collided: any that did not are changed too.
+        let staying = Set(FetchedResultsController.longestIncreasingRun(kept.map(\.oldIndex)).map { kept[$0].key })
+        for row in kept where !staying.contains(row.key) { changed.insert(row.key) }
+
+        let beforeOffsets = FetchedResultsController.offsets(before), afterOffsets = FetchedResultsController.offsets(after)
+        // Positions of the changed rows: one pass over each layout.
+        func positions(_ layout: FetchedRows) -> [Int64: FetchedRows.Location] {
+            var found: [Int64: FetchedRows.Location] = [:]
+            for (s, section) in layout.sections.enumerated() {
+                var item = 0
+                for c in section.chunks {
+                    for key in layout.chunks[Int(c)].keys {
+                        if changed.contains(key) { found[key] = FetchedRows.Location(section: s, item: item) }
+                        item += 1
+                    }
+                }
+            }
+            return found
+        }
+        let oldPositions = positions(before), newPositions = positions(after)
+        let tracked = changed.sorted().map { key -> Tracked in
+            var entry = Tracked(key: key)
+            if let location = oldPositions[key] {
+                entry.old = location
+                entry.oldFlat = beforeOffsets[location.section] + location.item
+            }
+            if let location = newPositions[key] {
+                entry.new = location
+                entry.newFlat = afterOffsets[location.section] + location.item
+            }
+            return entry
+        }
+        let result = changeSet(before: before, after: after, tracked: tracked, updated: updated)
+        if !result.isEmpty { report(.changes(result)) }
+    }
+
+    /// Each section's first flat position.
+    static func offsets(_ rows: FetchedRows) -> [Int] {
+        var offsets: [Int] = []
+        offsets.reserveCapacity(rows.sections.count)
+        var total = 0
+        for section in rows.sections {
+            offsets.append(total)
+            total += section.count
+        }
+        return offsets
+    }
+
+    /// The key index of `rows`, rebuilt.
+    static func locations(of rows: FetchedRows) -> KeyLocations {
+        var locations = KeyLocations()
+        for (c, chunk) in rows.chunks.enumerated() {
+            for key in chunk.keys { locations[key] = Int32(c) }
+        }
+        return locations
+    }
+
+    /// The change set from `before` to `after`, given every changed row's places. Rows not
+    /// tracked keep their relative order and are never reported (they only shift). A tracked row
+    /// present in both is an update where it can stay in place relative to the untracked rows
+    /// around it (a longest increasing run among the tracked rows of each gap between them), a
+    /// move otherwise, and always a move when its section changed. Updates are reported only for
+    /// rows in `updated` (their own object changed).
+    func changeSet(before: FetchedRows, after: FetchedRows, tracked: [Tracked], updated: Set<Int64>) -> FetchedChanges {
         let entity = checkedPlan().info.name
         func id(_ key: Int64) -> ObjectID { ObjectID(entityName: entity, primaryKey: key) }
-
-        var result = FetchedChanges(before: FetchedSnapshot(sections: before), after: FetchedSnapshot(sections: after))
-        let oldNames = Set(before.map(\.name)), newNames = Set(after.map(\.name))
-        for (index, section) in before.enumerated() where !newNames.contains(section.name) {
-            result.sections.append(.delete(section, at: index))
+        func path(_ location: FetchedRows.Location) -> FetchedIndexPath { FetchedIndexPath(item: location.item, section: location.section) }
+        var result = FetchedChanges(before: FetchedSnapshot(rows: before, entity: entity), after: FetchedSnapshot(rows: after, entity: entity))
+        let oldNames = Set(before.sections.map(\.name)), newNames = Set(after.sections.map(\.name))
+        for (index, section) in before.sections.enumerated() where !newNames.contains(section.name) {
+            result.sections.append(.delete(FetchedSection(rows: before, section: index, entity: entity), at: index))
         }
-        for (index, section) in after.enumerated() where !oldNames.contains(section.name) {
-            result.sections.append(.insert(section, at: index))
+        for (index, section) in after.sections.enumerated() where !oldNames.contains(section.name) {
+            result.sections.append(.insert(FetchedSection(rows: after, section: index, entity: entity), at: index))
         }
 
-        // Moves: walk the old order; unchanged rows anchor; each gap's changed rows stay when
-        // they fit between the anchors in increasing order.
+        // Gap of a tracked row: how many untracked rows precede it (the same before and after
+        // when it did not move past any of them).
+        let present = tracked.filter { $0.old != nil }.map(\.oldFlat).sorted()
+        let placed = tracked.filter { $0.new != nil }.map(\.newFlat).sorted()
+        func rank(_ value: Int, in sorted: [Int]) -> Int {
+            var low = 0, high = sorted.count
+            while low < high {
+                let mid = (low + high) / 2
+                if sorted[mid] < value { low = mid + 1 } else { high = mid }
+            }
+            return low
+        }
         var moved = Set<Int64>()
-        var gap: [(key: Int64, index: Int)] = []
-        var lastAnchor = -1
-        func closeGap(nextAnchor: Int) {
-            let eligible = gap.filter { $0.index > lastAnchor && $0.index < nextAnchor }
-            let staying = Set(FetchedResultsController.longestIncreasingRun(eligible.map(\.index)).map { eligible[$0].key })
-            for entry in gap where !staying.contains(entry.key) { moved.insert(entry.key) }
-            gap = []
-        }
-        for row in old {
-            guard let index = newIndex[row.key] else { continue }
-            if changed.contains(row.key) {
-                if before[oldPaths[row.key]!.section].name != after[newPaths[row.key]!.section].name {
-                    moved.insert(row.key)
-                } else {
-                    gap.append((row.key, index))
-                }
+        var gaps: [Int: [Tracked]] = [:]
+        for entry in tracked {
+            guard let old = entry.old, let new = entry.new else { continue }
+            let oldGap = entry.oldFlat - rank(entry.oldFlat, in: present)
+            let newGap = entry.newFlat - rank(entry.newFlat, in: placed)
+            if before.sections[old.section].name != after.sections[new.section].name || oldGap != newGap {
+                moved.insert(entry.key)
             } else {
-                closeGap(nextAnchor: index)
-                lastAnchor = index
+                gaps[oldGap, default: []].append(entry)
             }
         }
-        closeGap(nextAnchor: new.count)
+        for (_, group) in gaps where group.count > 1 {
+            let ordered = group.sorted { $0.oldFlat < $1.oldFlat }
+            let staying = Set(FetchedResultsController.longestIncreasingRun(ordered.map(\.newFlat)).map { ordered[$0].key })
+            for entry in ordered where !staying.contains(entry.key) { moved.insert(entry.key) }
+        }
 
-        for row in old where newIndex[row.key] == nil {
-            result.objects.append(.delete(id(row.key), at: oldPaths[row.key]!))
+        let byOld = tracked.filter { $0.old != nil }.sorted { $0.oldFlat < $1.oldFlat }
+        for entry in byOld where entry.new == nil { result.objects.append(.delete(id(entry.key), at: path(entry.old!))) }
+        for entry in tracked.filter({ $0.new != nil && $0.old == nil }).sorted(by: { $0.newFlat < $1.newFlat }) {
+            result.objects.append(.insert(id(entry.key), at: path(entry.new!)))
         }
-        let oldKeys = Set(old.map(\.key))
-        for row in new where !oldKeys.contains(row.key) {
-            result.objects.append(.insert(id(row.key), at: newPaths[row.key]!))
+        for entry in byOld where entry.new != nil && moved.contains(entry.key) {
+            result.objects.append(.move(id(entry.key), from: path(entry.old!), to: path(entry.new!)))
         }
-        for row in old where moved.contains(row.key) {
-            result.objects.append(.move(id(row.key), from: oldPaths[row.key]!, to: newPaths[row.key]!))
-        }
-        for row in old where newIndex[row.key] != nil && !moved.contains(row.key) && updated.contains(row.key) {
-            result.objects.append(.update(id(row.key), from: oldPaths[row.key]!, to: newPaths[row.key]!))
+        for entry in byOld where entry.new != nil && !moved.contains(entry.key) && updated.contains(entry.key) {
+            result.objects.append(.update(id(entry.key), from: path(entry.old!), to: path(entry.new!)))
         }
         return result
     }

@@ -46,15 +46,16 @@ public final class FetchedResultsController {
     /// for the `""` section of `nil` values).
     public var sectionIndexTitle: (String) -> String? = FetchedResultsController.defaultIndexTitle
 
-    /// One row: its key and its sort keys' values (the first is the section's when sectioned).
-    struct Row {
-        var key: Int64
-        var values: [SQLiteValue]
-    }
-
     var plan: FetchPlan?
-    var rows: [Row] = []
-    var cachedSections: [FetchedSection]?
+    /// The rows, in sections of ordered keys.
+    var rows = FetchedRows()
+    /// Which chunk of `rows` holds each key.
+    var locations = KeyLocations()
+    /// The values the key paths read on related objects, by object: a related object's change
+    /// matters only when these differ.
+    var relatedValues: [ObjectID: [SQLiteValue]] = [:]
+    /// Set when following a change failed: the next change re-runs the request.
+    var needsRerun = false
     private var observation: ContextObservation?
     private var streams: [Int: AsyncStream<FetchedResultsEvent>.Continuation] = [:]
     private var nextStream = 0
@@ -96,32 +97,103 @@ public final class FetchedResultsController {
         }
         let plan = try FetchPlan(fetchRequest, schema: context.schema)
         self.plan = plan
-        rows = try fetchRows(plan)
-        cachedSections = nil
+        install(try fetchRows(plan))
         isStale = false
         updateTracking()
     }
 
-    /// The rows the request matches now, in order.
-    func fetchRows(_ plan: FetchPlan) throws -> [Row] {
+    /// One fetched row: its key, the section key's value and its stamp.
+    struct FetchedRow {
+        var key: Int64
+        var section: SQLiteValue
+        var stamp: UInt32
+    }
+
+    /// The rows the request matches now, in order: one statement when nothing is pending along
+    /// the chain for the entities it reads, else the context's fetch.
+    func fetchRows(_ plan: FetchPlan) throws -> [FetchedRow] {
         let context = managedObjectContext
+        let sectioned = sectionNameKeyPath != nil
         if plan.request.includesPendingChanges, context.chainHasPendingChanges(plan.entities) {
             return try context.fetch(plan.request).map { object in
-                Row(key: object.objectID.primaryKey, values: try plan.sortValues(ObjectSubject(object: object, context: context)))
+                let values = try plan.sortValues(ObjectSubject(object: object, context: context))
+                return FetchedRow(key: object.objectID.primaryKey, section: sectioned ? values[0] : .null,
+                                  stamp: FetchedResultsController.stamp(version: object.current.version, values))
             }
         }
-        let columns = (["t0.\(quoted(primaryKeyColumn))"] + plan.sortValueSQL).joined(separator: ", ")
+        let columns = (["t0.\(quoted(primaryKeyColumn))"] + plan.sortValueSQL + ["t0.\(quoted(versionColumn))"]).joined(separator: ", ")
         let sql = plan.selectSQL(columns)
         let count = Int32(plan.sortValueSQL.count)
         return try context.coordinator.withConnection { db in
-            var rows: [Row] = []
+            var rows: [FetchedRow] = []
             let statement = try db.cachedStatement(sql)
             try statement.bind(plan.arguments)
+            var values: [SQLiteValue] = []
+            values.reserveCapacity(Int(count))
             try statement.forEachRow { row in
-                rows.append(Row(key: row.int64(at: 0), values: (1...count).map { row.value(at: $0) }))
+                values.removeAll(keepingCapacity: true)
+                for column in 1...count { values.append(row.value(at: column)) }
+                rows.append(FetchedRow(key: row.int64(at: 0), section: sectioned ? values[0] : .null,
+                                       stamp: FetchedResultsController.stamp(version: row.int64(at: count + 1), values)))
             }
             return rows
         }
+    }
+
+    /// Replaces the layout with `fetched` (in order).
+    func install(_ fetched: [FetchedRow]) {
+        var range: ClosedRange<Int64>?
+        if let first = fetched.first {
+            var low = first.key, high = first.key
+            for row in fetched {
+                low = min(low, row.key)
+                high = max(high, row.key)
+            }
+            range = low...high
+        }
+        var locations = KeyLocations(expecting: range, count: fetched.count)
+        var rows = FetchedRows()
+        let order = sectionOrder
+        for row in fetched {
+            rows.append(key: row.key, stamp: row.stamp, sectionValue: row.section, locations: &locations, order: order,
+                        makeSection: makeSection)
+        }
+        self.rows = rows
+        self.locations = locations
+        relatedValues = [:]
+        needsRerun = false
+    }
+
+    /// A row's stamp: FNV-1a over its version and sort values. Rows whose stamp differs after a
+    /// re-run changed.
+    static func stamp(version: Int64, _ values: [SQLiteValue]) -> UInt32 {
+        var hash: UInt32 = 2_166_136_261
+        func byte(_ byte: UInt8) { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        func word(_ value: UInt64) { for shift in stride(from: 0, to: 64, by: 8) { byte(UInt8(truncatingIfNeeded: value >> UInt64(shift))) } }
+        word(UInt64(bitPattern: version))
+        for value in values {
+            switch value {
+            case .null: byte(0)
+            case .integer(let v): byte(1); word(UInt64(bitPattern: v))
+            case .real(let v): byte(2); word(v.bitPattern)
+            case .text(let v): byte(3); for b in v.utf8 { byte(b) }
+            case .blob(let v): byte(4); for b in v { byte(b) }
+            }
+        }
+        return hash
+    }
+
+    /// The order of two section values (the first sort key's direction).
+    var sectionOrder: (SQLiteValue, SQLiteValue) -> Int {
+        let ascending = fetchRequest.sortKeys.first?.ascending ?? true
+        guard sectionNameKeyPath != nil else { return { _, _ in 0 } }
+        return { a, b in ascending ? ScalarOrder.compare(a, b) : -ScalarOrder.compare(a, b) }
+    }
+
+    func makeSection(_ value: SQLiteValue) -> (name: String, title: String?) {
+        guard sectionNameKeyPath != nil else { return ("", nil) }
+        let name = FetchedResultsController.sectionName(value)
+        return (name, sectionIndexTitle(name))
     }
 
     func checkedPlan() -> FetchPlan {
@@ -131,49 +203,35 @@ public final class FetchedResultsController {
 
     // MARK: Sections and objects
 
-    /// The sections, in order; `nil` before ``performFetch()``.
+    /// The sections, in order; `nil` before ``performFetch()``. Cheap: each section's IDs are
+    /// built only when read.
     public var sections: [FetchedSection]? {
         managedObjectContext.assertOnQueue()
-        guard plan != nil else { return nil }
-        if let cachedSections { return cachedSections }
-        let built = buildSections(rows)
-        cachedSections = built
-        return built
+        guard let plan else { return nil }
+        return FetchedSnapshot(rows: rows, entity: plan.info.name).sections
     }
 
-    /// The sections and their IDs: no object is materialised.
-    public var snapshot: FetchedSnapshot { FetchedSnapshot(sections: sections ?? []) }
+    /// The sections and their IDs: no object is materialised, and the IDs are shared with the
+    /// controller until read.
+    public var snapshot: FetchedSnapshot {
+        FetchedSnapshot(rows: rows, entity: plan?.info.name ?? fetchRequest.entityName)
+    }
+
+    /// The number of rows held.
+    public var numberOfObjects: Int { rows.count }
 
     /// The index titles of the sections, without repeats, in order.
     public var sectionIndexTitles: [String] {
         var seen = Set<String>()
-        return (sections ?? []).compactMap(\.indexTitle).filter { seen.insert($0).inserted }
+        return rows.sections.compactMap(\.indexTitle).filter { seen.insert($0).inserted }
     }
 
     /// The section that the index title `title` at position `index` of ``sectionIndexTitles``
     /// stands for: the first section with that title, or else section `index` (the last one
     /// when there are fewer).
     public func section(forSectionIndexTitle title: String, at index: Int) -> Int {
-        let sections = self.sections ?? []
-        if let found = sections.firstIndex(where: { $0.indexTitle == title }) { return found }
-        return min(index, max(0, sections.count - 1))
-    }
-
-    func buildSections(_ rows: [Row]) -> [FetchedSection] {
-        let plan = checkedPlan()
-        let entity = plan.info.name
-        guard sectionNameKeyPath != nil else {
-            return [FetchedSection(name: "", indexTitle: nil, objectIDs: rows.map { ObjectID(entityName: entity, primaryKey: $0.key) })]
-        }
-        var sections: [FetchedSection] = []
-        for row in rows {
-            let name = FetchedResultsController.sectionName(row.values[0])
-            if sections.last?.name != name {
-                sections.append(FetchedSection(name: name, indexTitle: sectionIndexTitle(name), objectIDs: []))
-            }
-            sections[sections.count - 1].objectIDs.append(ObjectID(entityName: entity, primaryKey: row.key))
-        }
-        return sections
+        if let found = rows.sections.firstIndex(where: { $0.indexTitle == title }) { return found }
+        return min(index, max(0, rows.sections.count - 1))
     }
 
     /// A section value as text: `""` for `nil`.
@@ -198,17 +256,18 @@ public final class FetchedResultsController {
     /// The object at `indexPath`; a fault is read together with the rest of its batch (one
     /// statement for up to ``FetchRequest/fetchBatchSize`` rows).
     public func object(at indexPath: FetchedIndexPath) throws -> ManagedObject {
-        let sections = self.sections ?? []
-        precondition(indexPath.section < sections.count && indexPath.item < sections[indexPath.section].objectIDs.count,
+        managedObjectContext.assertOnQueue()
+        precondition(indexPath.section >= 0 && indexPath.section < rows.sections.count && indexPath.item >= 0
+                        && indexPath.item < rows.sections[indexPath.section].count,
                      "FetchedResultsController.object(at:) was given \(indexPath), outside the controller's sections: check sections first.")
-        let flat = sections[..<indexPath.section].reduce(0) { $0 + $1.numberOfObjects } + indexPath.item
+        let entity = checkedPlan().info.name
         let context = managedObjectContext
-        let object = try context.object(with: sections[indexPath.section].objectIDs[indexPath.item])
+        let object = try context.object(with: ObjectID(entityName: entity, primaryKey: rows.key(section: indexPath.section, item: indexPath.item)))
         if object.isFault {
-            let batch = fetchRequest.fetchBatchSize > 0 ? fetchRequest.fetchBatchSize : rows.count
-            let start = (flat / max(batch, 1)) * max(batch, 1)
-            let ids = rows[start..<min(rows.count, start + batch)].map { ObjectID(entityName: object.entityName, primaryKey: $0.key) }
-            try context.fulfill(batch: try ids.map { try context.object(with: $0) })
+            let flat = rows.offset(ofSection: indexPath.section) + indexPath.item
+            let batch = max(fetchRequest.fetchBatchSize > 0 ? fetchRequest.fetchBatchSize : rows.count, 1)
+            let keys = rows.keys(from: (flat / batch) * batch, count: batch)
+            try context.fulfill(batch: try keys.map { try context.object(with: ObjectID(entityName: entity, primaryKey: $0)) })
         }
         return object
     }
@@ -227,11 +286,11 @@ public final class FetchedResultsController {
     /// Where `object` is, or `nil` when the controller does not hold it.
     public func indexPath(for object: ManagedObject) -> FetchedIndexPath? { indexPath(forObjectID: object.objectID) }
 
+    /// Where the object of `id` is, found through the key index (no scan).
     public func indexPath(forObjectID id: ObjectID) -> FetchedIndexPath? {
-        for (s, section) in (sections ?? []).enumerated() {
-            if let item = section.objectIDs.firstIndex(of: id) { return FetchedIndexPath(item: item, section: s) }
-        }
-        return nil
+        guard let plan, id.entityName == plan.info.name, let chunk = locations[id.primaryKey] else { return nil }
+        let location = rows.location(of: id.primaryKey, inChunk: chunk, order: sectionOrder)
+        return FetchedIndexPath(item: location.item, section: location.section)
     }
 
     // MARK: Tracking
@@ -269,8 +328,7 @@ public final class FetchedResultsController {
         guard observation == nil else { return }
         if isStale {
             // Tracking was off: catch up with what happened meanwhile before following changes.
-            if let fresh = try? fetchRows(plan) { rows = fresh }
-            cachedSections = nil
+            if let fresh = try? fetchRows(plan) { install(fresh) } else { needsRerun = true }
         }
         isStale = true           // from the next stop of tracking on
         observation = managedObjectContext.addObserver { [weak self] notification in
@@ -289,11 +347,12 @@ public final class FetchedResultsController {
             contextDidChange(changes)
         case .reload:
             do {
-                rows = try fetchRows(checkedPlan())
+                install(try fetchRows(checkedPlan()))
             } catch {
-                rows = []
+                install([])
+                needsRerun = true
+                report(.failed(.trackingFailed(reason: "\(error)")))
             }
-            cachedSections = nil
             report(.reload(snapshot))
         case .willSave, .didSave:
             break
@@ -302,6 +361,12 @@ public final class FetchedResultsController {
 
     func report(_ event: FetchedResultsEvent) {
         if let delegate {
+            if case .failed(let error) = event {
+                delegate.controller(self, didFailWith: error)
+                delegate.controller(self, didReport: event)
+                for continuation in streams.values { continuation.yield(event) }
+                return
+            }
             if case .changes(let changes) = event {
                 delegate.controllerWillChangeContent(self)
                 for change in changes.sections {

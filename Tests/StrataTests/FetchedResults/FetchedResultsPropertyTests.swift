@@ -423,6 +423,8 @@ private struct PropertyRun {
                 problems.append("event \(index): a reload, where no reset or store replacement happened")
                 expectedCalls.append(.snapshot(snapshot))
                 current = ControllerLayout(snapshot)
+            case .failed(let error):
+                problems.append("event \(index): the controller failed to follow a change: \(error)")
             case .changes(let changes):
                 changeSets += 1
                 expectedCalls += PropertyRecorder.expectedCalls(changes)

@@ -1,0 +1,188 @@
+internal import StrataSQLite
+
+/// What a results controller's rows depend on beyond their own row: the to-one chains its sort
+/// keys and predicate follow, and the entities it reaches through to-many relationships.
+struct FetchedDependencies {
+    /// Each to-one chain from the root, with what it reads at its end.
+    struct Chain {
+        var hops: [ToOneHop]
+        var terminal: BoundPath.Terminal
+    }
+
+    var chains: [Chain] = []
+    /// Entities read through a to-many relationship (a quantifier or an aggregate): a change to
+    /// one of them re-runs the request.
+    var throughToMany: Set<String> = []
+
+    init(_ plan: FetchPlan) {
+        for sort in plan.sortPaths { add(sort.path) }
+        if let condition = plan.condition { collect(condition) }
+    }
+
+    private mutating func add(_ path: BoundPath) {
+        guard !path.hops.isEmpty else { return }
+        chains.append(Chain(hops: path.hops, terminal: path.terminal))
+    }
+
+    private mutating func collect(_ condition: BoundCondition) {
+        switch condition {
+        case .constant: break
+        case .not(let inner): collect(inner)
+        case .and(let terms), .or(let terms): terms.forEach { collect($0) }
+        case let .compare(lhs, _, _, rhs):
+            collect(lhs)
+            collect(rhs)
+        case let .quantified(_, owner, many, inner):
+            if let last = owner.last { chains.append(Chain(hops: owner, terminal: .primaryKey(last.destination))) }
+            throughToMany.insert(many.destination.name)
+            throughToMany.formUnion(FetchedDependencies.entities(inner))
+        }
+    }
+
+    private mutating func collect(_ operand: BoundOperand) {
+        switch operand {
+        case .constant, .list: break
+        case .path(let path): add(path)
+        case .aggregate(let aggregate):
+            if let last = aggregate.prefix.last { chains.append(Chain(hops: aggregate.prefix, terminal: .primaryKey(last.destination))) }
+            throughToMany.insert(aggregate.many.destination.name)
+            for hop in aggregate.value?.hops ?? [] { throughToMany.insert(hop.destination.name) }
+        }
+    }
+
+    /// Every entity a condition reaches (relative to whatever it is evaluated on).
+    private static func entities(_ condition: BoundCondition) -> Set<String> {
+        var found: Set<String> = []
+        func operand(_ o: BoundOperand) {
+            switch o {
+            case .constant, .list: break
+            case .path(let p): p.hops.forEach { found.insert($0.destination.name) }
+            case .aggregate(let a):
+                a.prefix.forEach { found.insert($0.destination.name) }
+                found.insert(a.many.destination.name)
+                a.value?.hops.forEach { found.insert($0.destination.name) }
+            }
+        }
+        func walk(_ c: BoundCondition) {
+            switch c {
+            case .constant: break
+            case .not(let inner): walk(inner)
+            case .and(let terms), .or(let terms): terms.forEach(walk)
+            case let .compare(l, _, _, r):
+                operand(l)
+                operand(r)
+            case let .quantified(_, owner, many, inner):
+                owner.forEach { found.insert($0.destination.name) }
+                found.insert(many.destination.name)
+                walk(inner)
+            }
+        }
+        walk(condition)
+        return found
+    }
+
+    /// The slots read on objects of `entity`, over every chain that passes through it.
+    func slots(of entity: String) -> [Slot] {
+        var slots: [Slot] = []
+        for chain in chains {
+            for (j, hop) in chain.hops.enumerated() where hop.destination.name == entity {
+                let slot: Slot?
+                if j < chain.hops.count - 1 {
+                    slot = .toOne(chain.hops[j + 1].index)
+                } else {
+                    switch chain.terminal {
+                    case .attribute(_, let index): slot = .attribute(index)
+                    case .foreignKey(_, let index): slot = .toOne(index)
+                    case .primaryKey: slot = nil
+                    }
+                }
+                if let slot, !slots.contains(slot) { slots.append(slot) }
+            }
+        }
+        return slots
+    }
+
+    /// The related entities whose objects' values the chains read.
+    var relatedEntities: Set<String> {
+        Set(chains.flatMap { $0.hops.map(\.destination.name) })
+    }
+
+    /// SQL selecting the root keys whose chain reaches, at hop `j`, one of the keys bound as a
+    /// JSON array to its one parameter.
+    static func reachSQL(_ hops: [ToOneHop], through j: Int) -> String {
+        var inner = "SELECT value FROM json_each(?)"
+        for i in stride(from: j, through: 0, by: -1) {
+            let owner = hops[i].owner
+            let column = owner.columns[owner.attributes.count + hops[i].index]
+            inner = "SELECT \(quoted(primaryKeyColumn)) FROM \(owner.table) WHERE \(quoted(column)) IN (\(inner))"
+        }
+        return inner
+    }
+}
+
+/// A row as a context sees it (its pending changes and its ancestors' included), as a
+/// condition subject: what a results controller evaluates changed rows on, without
+/// materialising or registering objects.
+struct VisibleSubject: ConditionSubject {
+    let context: ManagedObjectContext
+    let info: EntityInfo
+    let primaryKey: Int64
+    let row: RowSnapshot
+
+    init?(context: ManagedObjectContext, info: EntityInfo, key: Int64) throws {
+        guard let row = try context.visibleRow(ObjectID(entityName: info.name, primaryKey: key)) else { return nil }
+        self.context = context
+        self.info = info
+        primaryKey = key
+        self.row = row
+    }
+
+    func storedValue(attribute index: Int) throws -> SQLiteValue {
+        row.attributes[index]?.storageValue ?? .null
+    }
+
+    func foreignKey(toOne index: Int) throws -> Int64? { row.toOnes[index] }
+
+    func follow(toOne index: Int) throws -> VisibleSubject? {
+        guard let key = row.toOnes[index] else { return nil }
+        let destination = context.schema.infos[info.toOnes[index].destination]!
+        return try VisibleSubject(context: context, info: destination, key: key)
+    }
+
+    func members(toMany index: Int) throws -> [VisibleSubject] {
+        let destination = context.schema.infos[info.toManys[index].destination]!
+        let keys = try context.visibleToManyKeys(ObjectID(entityName: info.name, primaryKey: primaryKey), info, index)
+        let rows = try context.visibleRows(keys.sorted().map { ObjectID(entityName: destination.name, primaryKey: $0) })
+        return rows.map { VisibleSubject(context: context, info: destination, primaryKey: $0.key.primaryKey, row: $0.value) }
+    }
+
+    private init(context: ManagedObjectContext, info: EntityInfo, primaryKey: Int64, row: RowSnapshot) {
+        self.context = context
+        self.info = info
+        self.primaryKey = primaryKey
+        self.row = row
+    }
+
+    /// The values of `slots` (as the related-values cache keeps them).
+    func values(_ slots: [Slot]) -> [SQLiteValue] {
+        slots.map { slot in
+            switch slot {
+            case .attribute(let index): row.attributes[index]?.storageValue ?? .null
+            case .toOne(let index): row.toOnes[index].map { .integer($0) } ?? .null
+            case .toMany: .null
+            }
+        }
+    }
+}
+
+extension ManagedObjectContext {
+    /// The IDs of `entity` with unsaved changes in this context or an ancestor.
+    func chainPendingKeys(_ entity: String) -> Set<Int64> {
+        var keys: Set<Int64> = []
+        for id in inserted.keys where id.entityName == entity { keys.insert(id.primaryKey) }
+        for id in updated.keys where id.entityName == entity { keys.insert(id.primaryKey) }
+        for id in deleted.keys where id.entityName == entity { keys.insert(id.primaryKey) }
+        guard let parent else { return keys }
+        return keys.union(parent.performAndWait { parent.chainPendingKeys(entity) })
+    }
+}

@@ -1,0 +1,324 @@
+internal import StrataSQLite
+
+/// A results controller's rows: sections of ordered primary keys, kept in chunks of at most
+/// ``FetchedRows/chunkCapacity`` keys.
+///
+/// A value type whose copies share storage: a snapshot is a copy (O(number of chunks)), and a
+/// change after it copies only the chunks it touches. Each key carries a 4-byte stamp (a hash of
+/// the row's version and sort values) that tells a re-run which rows changed. Nothing else is
+/// kept per row: 12 bytes, plus 4 in the controller's ``KeyLocations``.
+struct FetchedRows: Sendable {
+    struct Section: Sendable {
+        /// The section key's value (`.null` for an unsectioned controller's one section).
+        var value: SQLiteValue
+        var name: String
+        var indexTitle: String?
+        /// Chunk numbers, in order.
+        var chunks: [Int32]
+        var count: Int
+    }
+
+    struct Chunk: Sendable {
+        var keys: [Int64]
+        var stamps: [UInt32]
+        /// The section key's value of every row in the chunk.
+        var sectionValue: SQLiteValue
+    }
+
+    static let chunkCapacity = 512
+
+    var sections: [Section] = []
+    var chunks: [Chunk] = []
+    var freeChunks: [Int32] = []
+    var count = 0
+
+    /// Where a key is: its section, its item in the section, and its flat position.
+    struct Location: Equatable {
+        var section: Int
+        var item: Int
+    }
+
+    // MARK: Building
+
+    /// Appends a row after every row already held (rows arrive in order).
+    mutating func append(key: Int64, stamp: UInt32, sectionValue: SQLiteValue, locations: inout KeyLocations,
+                         order: (SQLiteValue, SQLiteValue) -> Int,
+                         makeSection: (SQLiteValue) -> (name: String, title: String?)) {
+        if sections.isEmpty || order(sections[sections.count - 1].value, sectionValue) != 0 {
+            let (name, title) = makeSection(sectionValue)
+            sections.append(Section(value: sectionValue, name: name, indexTitle: title, chunks: [], count: 0))
+        }
+        let s = sections.count - 1
+        if let last = sections[s].chunks.last, chunks[Int(last)].keys.count < FetchedRows.chunkCapacity {
+            chunks[Int(last)].keys.append(key)
+            chunks[Int(last)].stamps.append(stamp)
+            locations[key] = last
+        } else {
+            let chunk = newChunk(Chunk(keys: [key], stamps: [stamp], sectionValue: sectionValue))
+            sections[s].chunks.append(chunk)
+            locations[key] = chunk
+        }
+        sections[s].count += 1
+        count += 1
+    }
+
+    private mutating func newChunk(_ chunk: Chunk) -> Int32 {
+        var chunk = chunk
+        chunk.keys.reserveCapacity(FetchedRows.chunkCapacity)
+        chunk.stamps.reserveCapacity(FetchedRows.chunkCapacity)
+        if let free = freeChunks.popLast() {
+            chunks[Int(free)] = chunk
+            return free
+        }
+        chunks.append(chunk)
+        return Int32(chunks.count - 1)
+    }
+
+    // MARK: Reading
+
+    /// The section holding chunk `chunk`: a binary search by section value.
+    func sectionIndex(ofChunk chunk: Int32, order: (SQLiteValue, SQLiteValue) -> Int) -> Int {
+        let value = chunks[Int(chunk)].sectionValue
+        var low = 0, high = sections.count
+        while low < high {
+            let mid = (low + high) / 2
+            if order(sections[mid].value, value) < 0 { low = mid + 1 } else { high = mid }
+        }
+        precondition(low < sections.count && order(sections[low].value, value) == 0, "results layout: chunk without its section")
+        return low
+    }
+
+    /// The section and item of `key`, held in chunk `chunk`.
+    func location(of key: Int64, inChunk chunk: Int32, order: (SQLiteValue, SQLiteValue) -> Int) -> Location {
+        let s = sectionIndex(ofChunk: chunk, order: order)
+        var item = 0
+        for c in sections[s].chunks {
+            if c == chunk { break }
+            item += chunks[Int(c)].keys.count
+        }
+        guard let offset = chunks[Int(chunk)].keys.firstIndex(of: key) else { preconditionFailure("results layout: key not in its chunk") }
+        return Location(section: s, item: item + offset)
+    }
+
+    /// The position of section `section`'s first row among all rows.
+    func offset(ofSection section: Int) -> Int {
+        sections[..<section].reduce(0) { $0 + $1.count }
+    }
+
+    /// The chunk and offset in it of item `item` of section `section`.
+    func chunkPosition(section: Int, item: Int) -> (chunk: Int32, offset: Int) {
+        var remaining = item
+        for c in sections[section].chunks {
+            let n = chunks[Int(c)].keys.count
+            if remaining < n { return (c, remaining) }
+            remaining -= n
+        }
+        preconditionFailure("results layout: item \(item) past the end of section \(section)")
+    }
+
+    func key(section: Int, item: Int) -> Int64 {
+        let (chunk, offset) = chunkPosition(section: section, item: item)
+        return chunks[Int(chunk)].keys[offset]
+    }
+
+    /// Every key of section `section`, in order.
+    func keys(section: Int) -> [Int64] {
+        var keys: [Int64] = []
+        keys.reserveCapacity(sections[section].count)
+        for c in sections[section].chunks { keys.append(contentsOf: chunks[Int(c)].keys) }
+        return keys
+    }
+
+    /// `count` keys from flat position `start` on (fewer at the end).
+    func keys(from start: Int, count: Int) -> [Int64] {
+        var result: [Int64] = []
+        var skip = start
+        for section in sections {
+            for c in section.chunks {
+                let keys = chunks[Int(c)].keys
+                if skip >= keys.count {
+                    skip -= keys.count
+                    continue
+                }
+                result.append(contentsOf: keys[skip..<min(keys.count, skip + count - result.count)])
+                skip = 0
+                if result.count == count { return result }
+            }
+        }
+        return result
+    }
+
+    /// Every row in order with its section value: for a full comparison after a re-run.
+    func flattened() -> [(key: Int64, stamp: UInt32, section: Int)] {
+        var rows: [(key: Int64, stamp: UInt32, section: Int)] = []
+        rows.reserveCapacity(count)
+        for (s, section) in sections.enumerated() {
+            for c in section.chunks {
+                let chunk = chunks[Int(c)]
+                for i in chunk.keys.indices { rows.append((chunk.keys[i], chunk.stamps[i], s)) }
+            }
+        }
+        return rows
+    }
+
+    // MARK: Changing
+
+    /// Removes `key` (held in chunk `chunk`); drops a chunk or section it empties.
+    mutating func remove(_ key: Int64, inChunk chunk: Int32, locations: inout KeyLocations,
+                         order: (SQLiteValue, SQLiteValue) -> Int) {
+        let s = sectionIndex(ofChunk: chunk, order: order)
+        let c = Int(chunk)
+        guard let offset = chunks[c].keys.firstIndex(of: key) else { preconditionFailure("results layout: key not in its chunk") }
+        chunks[c].keys.remove(at: offset)
+        chunks[c].stamps.remove(at: offset)
+        locations[key] = nil
+        sections[s].count -= 1
+        count -= 1
+        if chunks[c].keys.isEmpty {
+            sections[s].chunks.removeAll { $0 == chunk }
+            chunks[c] = Chunk(keys: [], stamps: [], sectionValue: .null)
+            freeChunks.append(chunk)
+        }
+        if sections[s].count == 0 { sections.remove(at: s) }
+    }
+
+    /// Inserts a row into the section of `sectionValue` (created when missing) where `precedes`
+    /// says: `precedes(k)` is true for the keys that sort before the new row.
+    mutating func insert(key: Int64, stamp: UInt32, sectionValue: SQLiteValue, locations: inout KeyLocations,
+                         order: (SQLiteValue, SQLiteValue) -> Int,
+                         makeSection: (SQLiteValue) -> (name: String, title: String?),
+                         precedes: (Int64) throws -> Bool) rethrows {
+        // The section: a binary search by value.
+        var low = 0, high = sections.count
+        while low < high {
+            let mid = (low + high) / 2
+            if order(sections[mid].value, sectionValue) < 0 { low = mid + 1 } else { high = mid }
+        }
+        let s = low
+        count += 1
+        if s == sections.count || order(sections[s].value, sectionValue) != 0 {
+            let (name, title) = makeSection(sectionValue)
+            let chunk = newChunk(Chunk(keys: [key], stamps: [stamp], sectionValue: sectionValue))
+            sections.insert(Section(value: sectionValue, name: name, indexTitle: title, chunks: [chunk], count: 1), at: s)
+            locations[key] = chunk
+            return
+        }
+        // The chunk: the last whose first key precedes the new row (else the first).
+        let list = sections[s].chunks
+        var lo = 0, hi = list.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if try precedes(chunks[Int(list[mid])].keys[0]) { lo = mid + 1 } else { hi = mid }
+        }
+        let position = max(lo - 1, 0)
+        let chunk = list[position]
+        let c = Int(chunk)
+        // The place in the chunk.
+        var a = 0, b = chunks[c].keys.count
+        while a < b {
+            let mid = (a + b) / 2
+            if try precedes(chunks[c].keys[mid]) { a = mid + 1 } else { b = mid }
+        }
+        chunks[c].keys.insert(key, at: a)
+        chunks[c].stamps.insert(stamp, at: a)
+        locations[key] = chunk
+        sections[s].count += 1
+        if chunks[c].keys.count > FetchedRows.chunkCapacity {
+            // Split: the upper half goes to a new chunk after this one.
+            let half = chunks[c].keys.count / 2
+            let upper = Chunk(keys: Array(chunks[c].keys[half...]), stamps: Array(chunks[c].stamps[half...]),
+                              sectionValue: sectionValue)
+            chunks[c].keys.removeSubrange(half...)
+            chunks[c].stamps.removeSubrange(half...)
+            let added = newChunk(upper)
+            for moved in chunks[Int(added)].keys { locations[moved] = added }
+            sections[s].chunks.insert(added, at: position + 1)
+        }
+    }
+}
+
+/// Which chunk holds each key: a dense array over the keys' range when the keys are dense (4
+/// bytes a key), a dictionary otherwise.
+struct KeyLocations {
+    private var base: Int64 = 0
+    /// chunk + 1 for each key from `base`; 0: absent.
+    private var dense: [UInt32] = []
+    private var sparse: [Int64: Int32]?
+    private(set) var count = 0
+
+    init() {}
+
+    /// Prepared for keys in `range`.
+    init(expecting range: ClosedRange<Int64>?, count: Int) {
+        guard let range else { return }
+        if KeyLocations.isDenseEnough(span: range.upperBound - range.lowerBound, count: count) {
+            base = range.lowerBound
+            dense = Array(repeating: 0, count: Int(range.upperBound - range.lowerBound + 1))
+        } else {
+            sparse = [:]
+            sparse?.reserveCapacity(count)
+        }
+    }
+
+    private static func isDenseEnough(span: Int64, count: Int) -> Bool {
+        span >= 0 && span <= 4 * Int64(count) + 65_536
+    }
+
+    subscript(key: Int64) -> Int32? {
+        get {
+            if let sparse { return sparse[key] }
+            let offset = key &- base
+            guard offset >= 0, offset < dense.count else { return nil }
+            let stored = dense[Int(offset)]
+            return stored == 0 ? nil : Int32(stored - 1)
+        }
+        set {
+            if sparse != nil {
+                let had = sparse![key] != nil
+                sparse![key] = newValue
+                count += (newValue != nil ? 1 : 0) - (had ? 1 : 0)
+                return
+            }
+            var offset = key &- base
+            if offset < 0 || offset >= dense.count {
+                guard newValue != nil else { return }
+                regrow(toHold: key)
+                if sparse != nil {
+                    self[key] = newValue
+                    return
+                }
+                offset = key - base
+            }
+            let had = dense[Int(offset)] != 0
+            dense[Int(offset)] = newValue.map { UInt32($0) + 1 } ?? 0
+            count += (newValue != nil ? 1 : 0) - (had ? 1 : 0)
+        }
+    }
+
+    /// Widens the dense range to `key` (with room to grow upwards), or turns sparse.
+    private mutating func regrow(toHold key: Int64) {
+        if dense.isEmpty, count == 0 {
+            base = key
+            dense = Array(repeating: 0, count: 1024)
+            return
+        }
+        let low = min(base, key), high = max(base + Int64(dense.count) - 1, key)
+        if KeyLocations.isDenseEnough(span: high - low, count: count + 1) {
+            if low < base {
+                dense.insert(contentsOf: repeatElement(0, count: Int(base - low)), at: 0)
+                base = low
+            }
+            let needed = Int(high - base + 1)
+            if needed > dense.count { dense.append(contentsOf: repeatElement(0, count: max(needed - dense.count, dense.count / 2))) }
+        } else {
+            var map: [Int64: Int32] = [:]
+            map.reserveCapacity(count + 1)
+            for (offset, stored) in dense.enumerated() where stored != 0 { map[base + Int64(offset)] = Int32(stored - 1) }
+            sparse = map
+            dense = []
+        }
+    }
+
+    /// Bytes held, for the memory figure.
+    var bytes: Int { sparse.map { $0.capacity * 13 } ?? dense.capacity * 4 }
+}
