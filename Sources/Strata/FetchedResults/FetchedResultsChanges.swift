@@ -200,3 +200,20 @@ public enum FetchedResultsError: Error, Sendable, Equatable, CustomStringConvert
         }
     }
 }
+
+/// What following changes has cost a results controller so far: the work a change did, for
+/// tests and diagnostics (no clock involved).
+public struct FetchedResultsTracking: Sendable, Equatable {
+    /// Times the request re-ran (a limit or offset, a commit elsewhere, a to-many dependency, or
+    /// a failure to follow a change).
+    public var reruns = 0
+    /// Changed rows re-evaluated (membership and sort values).
+    public var rowsEvaluated = 0
+    /// Unchanged rows whose sort values were read to place a changed row (a binary search).
+    public var rowsProbed = 0
+    public init(reruns: Int = 0, rowsEvaluated: Int = 0, rowsProbed: Int = 0) {
+        self.reruns = reruns
+        self.rowsEvaluated = rowsEvaluated
+        self.rowsProbed = rowsProbed
+    }
+}

@@ -18,6 +18,7 @@ extension FetchedResultsController {
                 try rerun(changes, plan)
                 return
             }
+            try loadRelatedValues(plan)
             var candidates = Set<Int64>()
             for id in changes.all where id.entityName == root { candidates.insert(id.primaryKey) }
             guard let related = try relatedCandidates(changes, plan, dependencies) else {
@@ -111,10 +112,12 @@ extension FetchedResultsController {
                     throw FetchedResultsError.trackingFailed(reason: "row \(key) of \(plan.info.name) vanished while being placed")
                 }
                 let found = try plan.sortPaths[first...].map { try $0.path.value(subject) }
+                trackingStatistics.rowsProbed += 1
                 probed[key] = found
                 return found
             }
             for entry in tracked where !gone.contains(entry.key) {
+                trackingStatistics.rowsEvaluated += 1
                 guard let subject = try VisibleSubject(context: context, info: plan.info, key: entry.key),
                       try plan.condition?.evaluate(subject) ?? true else { continue }
                 let all = try plan.sortValues(subject)
@@ -151,10 +154,12 @@ extension FetchedResultsController {
     /// Runs the request again and compares the whole layout (O(n)): rows whose stamp changed,
     /// that came or went, or that changed order are reported.
     private func rerun(_ changes: ObjectChanges, _ plan: FetchPlan) throws {
+        trackingStatistics.reruns += 1
         let fetched = try fetchRows(plan)
         let before = rows
         let old = before.flattened()
         install(fetched)
+        try loadRelatedValues(plan)
         let after = rows
         var oldIndex: [Int64: Int] = [:]
         oldIndex.reserveCapacity(old.count)

@@ -54,6 +54,10 @@ public final class FetchedResultsController {
     /// The values the key paths read on related objects, by object: a related object's change
     /// matters only when these differ.
     var relatedValues: [ObjectID: [SQLiteValue]] = [:]
+    /// Whether `relatedValues` was loaded for the current layout (when tracking starts).
+    var relatedValuesLoaded = false
+    /// The work following changes has done so far.
+    public internal(set) var trackingStatistics = FetchedResultsTracking()
     /// Set when following a change failed: the next change re-runs the request.
     var needsRerun = false
     private var observation: ContextObservation?
@@ -98,6 +102,7 @@ public final class FetchedResultsController {
         let plan = try FetchPlan(fetchRequest, schema: context.schema)
         self.plan = plan
         install(try fetchRows(plan))
+        if isTracking { try loadRelatedValues(plan) }
         isStale = false
         updateTracking()
     }
@@ -161,6 +166,7 @@ public final class FetchedResultsController {
         self.rows = rows
         self.locations = locations
         relatedValues = [:]
+        relatedValuesLoaded = false
         needsRerun = false
     }
 
@@ -317,7 +323,7 @@ public final class FetchedResultsController {
         updateTracking()
     }
 
-    private var isTracking: Bool { delegate != nil || !streams.isEmpty }
+    var isTracking: Bool { delegate != nil || !streams.isEmpty }
 
     private func updateTracking() {
         guard let plan, isTracking else {
@@ -328,9 +334,14 @@ public final class FetchedResultsController {
         guard observation == nil else { return }
         if isStale {
             // Tracking was off: catch up with what happened meanwhile before following changes.
-            if let fresh = try? fetchRows(plan) { install(fresh) } else { needsRerun = true }
+            if let fresh = try? fetchRows(plan) {
+                install(fresh)
+            } else {
+                needsRerun = true
+            }
         }
         isStale = true           // from the next stop of tracking on
+        try? loadRelatedValues(plan)  // failing here only makes the first related change cost more
         observation = managedObjectContext.addObserver { [weak self] notification in
             self?.handle(notification.event)
         }
@@ -348,6 +359,7 @@ public final class FetchedResultsController {
         case .reload:
             do {
                 install(try fetchRows(checkedPlan()))
+                try loadRelatedValues(checkedPlan())
             } catch {
                 install([])
                 needsRerun = true

@@ -186,3 +186,53 @@ extension ManagedObjectContext {
         return keys.union(parent.performAndWait { parent.chainPendingKeys(entity) })
     }
 }
+
+extension FetchedResultsController {
+    /// Related entities up to this many rows have their read values loaded at fetch time, so
+    /// that the first change to one of their objects is judged by its values, not assumed.
+    static let relatedPrefillLimit: Int64 = 100_000
+
+    /// Loads, for each related entity small enough, the values the key paths read on each of
+    /// its objects (one statement per entity; objects with unsaved changes along the chain read
+    /// as the context sees them).
+    func loadRelatedValues(_ plan: FetchPlan) throws {
+        guard !relatedValuesLoaded else { return }
+        relatedValuesLoaded = true
+        let context = managedObjectContext
+        let dependencies = FetchedDependencies(plan)
+        for entity in dependencies.relatedEntities.sorted() {
+            guard let info = context.schema.infos[entity] else { continue }
+            let slots = dependencies.slots(of: entity)
+            guard !slots.isEmpty else { continue }
+            let columns = slots.map { slot -> String in
+                switch slot {
+                case .attribute(let index): quoted(info.columns[index])
+                case .toOne(let index): quoted(info.columns[info.attributes.count + index])
+                case .toMany: "NULL"
+                }
+            }
+            let loaded: [(Int64, [SQLiteValue])]? = try context.coordinator.withConnection { db in
+                let size = try db.cachedStatement("SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)")
+                var largest: Int64 = 0
+                try size.forEachRow { largest = $0.int64(at: 0) }
+                guard largest <= FetchedResultsController.relatedPrefillLimit else { return nil }
+                let statement = try db.cachedStatement(
+                    "SELECT \(quoted(primaryKeyColumn)), \(columns.joined(separator: ", ")) FROM \(info.table)")
+                var rows: [(Int64, [SQLiteValue])] = []
+                try statement.forEachRow { row in
+                    rows.append((row.int64(at: 0), (1...Int32(columns.count)).map { row.value(at: $0) }))
+                }
+                return rows
+            }
+            guard let loaded else { continue }
+            for (key, values) in loaded {
+                // Stored values are what `AttributeValue.storageValue` gives for these slots.
+                relatedValues[ObjectID(entityName: entity, primaryKey: key)] = values
+            }
+            for key in context.chainPendingKeys(entity) {
+                let id = ObjectID(entityName: entity, primaryKey: key)
+                relatedValues[id] = try VisibleSubject(context: context, info: info, key: key)?.values(slots) ?? []
+            }
+        }
+    }
+}
