@@ -55,7 +55,7 @@ func goodsRequest() -> FetchRequest {
 /// The SQL Strata runs for `goodsRequest()` (the to-one key path is a correlated subquery).
 /// Checked against the coordinator's trace on every Strata run, so a change in Strata's SQL fails
 /// the benchmark instead of silently comparing different queries.
-let strataGoodsSQL = #"SELECT t0."_pk", (SELECT t1."name" FROM "Category" AS t1 WHERE t1."_pk" = t0."category"), t0."name" FROM "Good" AS t0 ORDER BY (SELECT t1."name" FROM "Category" AS t1 WHERE t1."_pk" = t0."category") ASC, t0."name" ASC, t0."_pk" ASC"#
+let strataGoodsSQL = #"SELECT t0."_pk", (SELECT t1."name" FROM "Category" AS t1 WHERE t1."_pk" = t0."category"), t0."name", t0."_version" FROM "Good" AS t0 ORDER BY (SELECT t1."name" FROM "Category" AS t1 WHERE t1."_pk" = t0."category") ASC, t0."name" ASC, t0."_pk" ASC"#
 
 /// Goods and categories as plain values: category names, and each good's name and category index.
 struct GoodsData: Sendable {
@@ -360,6 +360,51 @@ final class RawChangeFixture: @unchecked Sendable {
     }
 }
 
+// MARK: Memory
+
+/// glibc's `malloc_trim`: returns freed heap pages to the system (not in Swift's Glibc module).
+@_silgen_name("malloc_trim") func glibcMallocTrim(_ pad: Int) -> Int32
+
+/// Resident bytes of this process (`/proc/self/statm`), after returning freed memory to the system.
+func residentBytes() -> Int {
+    _ = glibcMallocTrim(0)
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+          let pages = text.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// A tracking controller over N goods: its layout's bytes per row (`layoutBytes`) and the growth
+/// of the process's resident memory per row while it is alive (measured around `performFetch`,
+/// with freed memory returned first), as custom metrics. Raw: the least a list can hold, the
+/// ordered keys as `[Int64]` (8 bytes a row), measured the same way.
+func memoryPerRow(_ benchmark: Benchmark, _ fixture: GoodsStore, raw: Bool) throws {
+    if raw {
+        let db = try RawDatabase(path: fixture.store.path)
+        let before = residentBytes()
+        let keys = try db.goodRows(rawGoodsJoinSQL).map(\.pk)
+        let grown = residentBytes() - before
+        benchmark.measurement(.custom("resident bytes per row"), grown / max(keys.count, 1))
+        benchmark.measurement(.custom("layout bytes per row"), keys.capacity * 8 / max(keys.count, 1))
+        return
+    }
+    let container = try PersistentContainer(model: goodsBenchmarkModel, url: fixture.store.url)
+    defer { container.coordinator.close() }
+    let main = container.mainContext
+    let recorder = ChangeRecorder()
+    let (layout, grown, count): (Int, Int, Int) = try main.performAndWait {
+        let before = residentBytes()
+        let controller = FetchedResultsController(fetchRequest: goodsRequest(), managedObjectContext: main,
+                                                  sectionNameKeyPath: "category.name")
+        try controller.performFetch()
+        controller.delegate = recorder
+        let grown = residentBytes() - before
+        return (controller.layoutBytes, grown, controller.numberOfObjects)
+    }
+    guard count == fixture.rowCount else { throw BenchmarkFailure(description: "controller holds \(count) rows, expected \(fixture.rowCount)") }
+    benchmark.measurement(.custom("resident bytes per row"), grown / count)
+    benchmark.measurement(.custom("layout bytes per row"), layout / count)
+}
+
 // MARK: Registration
 
 /// 1,000,000 rows: performFetch and the rename, each beside raw SQLite, three iterations each
@@ -372,6 +417,9 @@ func registerFetchedResultsBenchmarks() {
                                         warmupIterations: 1, maxDuration: .seconds(10), maxIterations: 10)
     let large = Benchmark.Configuration(metrics: [.wallClock, .mallocCountTotal], timeUnits: .milliseconds,
                                         warmupIterations: 1, maxDuration: .seconds(15), maxIterations: 3)
+    // One change: microseconds, ten iterations.
+    let change = Benchmark.Configuration(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
+                                         warmupIterations: 1, maxDuration: .seconds(15), maxIterations: 10)
 
     // MARK: frc performFetch 100k
 
@@ -435,7 +483,7 @@ func registerFetchedResultsBenchmarks() {
 
     // MARK: frc change 100k
 
-    Benchmark("frc change 100k rename (Strata)", configuration: small) { benchmark, fixture in
+    Benchmark("frc change 100k rename (Strata)", configuration: change) { benchmark, fixture in
         try fixture.renameTarget(benchmark)
     } setup: {
         try ChangeFixture(label: "frc-change-strata", count: objectCount)
@@ -443,7 +491,7 @@ func registerFetchedResultsBenchmarks() {
         TemporaryStore.named("frc-change-strata").remove()
     }
 
-    Benchmark("frc change 100k recategorise (Strata)", configuration: small) { benchmark, fixture in
+    Benchmark("frc change 100k recategorise (Strata)", configuration: change) { benchmark, fixture in
         try fixture.recategoriseTarget(benchmark)
     } setup: {
         try ChangeFixture(label: "frc-recategorise-strata", count: objectCount)
@@ -451,7 +499,7 @@ func registerFetchedResultsBenchmarks() {
         TemporaryStore.named("frc-recategorise-strata").remove()
     }
 
-    Benchmark("frc change 100k recategorise saveToStore (Strata)", configuration: small) { benchmark, fixture in
+    Benchmark("frc change 100k recategorise saveToStore (Strata)", configuration: change) { benchmark, fixture in
         try fixture.recategoriseTarget(benchmark, cascade: true)
     } setup: {
         try ChangeFixture(label: "frc-recategorise-cascade-strata", count: objectCount)
@@ -467,7 +515,7 @@ func registerFetchedResultsBenchmarks() {
         TemporaryStore.named("frc-change-raw").remove()
     }
 
-    Benchmark("frc change 100k rename (raw SQLite, positions)", configuration: small) { benchmark, fixture in
+    Benchmark("frc change 100k rename (raw SQLite, positions)", configuration: change) { benchmark, fixture in
         try fixture.renameAndLocate(benchmark)
     } setup: {
         try RawChangeFixture(label: "frc-change-raw-positions", count: objectCount)
@@ -475,12 +523,32 @@ func registerFetchedResultsBenchmarks() {
         TemporaryStore.named("frc-change-raw-positions").remove()
     }
 
+    // MARK: frc memory 1M
+
+    let memory = Benchmark.Configuration(metrics: [.custom("resident bytes per row"), .custom("layout bytes per row")],
+                                         warmupIterations: 0, maxDuration: .seconds(15), maxIterations: 1)
+    Benchmark("frc memory 1M (Strata)", configuration: memory) { benchmark, fixture in
+        try memoryPerRow(benchmark, fixture, raw: false)
+    } setup: {
+        try GoodsStore(strata: "frc-memory-strata-1m", count: millionRows)
+    } teardown: {
+        TemporaryStore.named("frc-memory-strata-1m").remove()
+    }
+
+    Benchmark("frc memory 1M (raw SQLite, keys array)", configuration: memory) { benchmark, fixture in
+        try memoryPerRow(benchmark, fixture, raw: true)
+    } setup: {
+        try GoodsStore(raw: "frc-memory-raw-1m", count: millionRows)
+    } teardown: {
+        TemporaryStore.named("frc-memory-raw-1m").remove()
+    }
+
     // MARK: frc change 1M
 
     // No "raw SQLite, re-query" at 1M: it is the UPDATE plus "frc performFetch 1M (raw SQLite)"
     // (about 4 s an iteration), and would take the 1M set past two minutes of setup and runtime.
 
-    Benchmark("frc change 1M rename (Strata)", configuration: large) { benchmark, fixture in
+    Benchmark("frc change 1M rename (Strata)", configuration: change) { benchmark, fixture in
         try fixture.renameTarget(benchmark)
     } setup: {
         try ChangeFixture(label: "frc-change-strata-1m", count: millionRows)
@@ -488,7 +556,7 @@ func registerFetchedResultsBenchmarks() {
         TemporaryStore.named("frc-change-strata-1m").remove()
     }
 
-    Benchmark("frc change 1M rename (raw SQLite, positions)", configuration: large) { benchmark, fixture in
+    Benchmark("frc change 1M rename (raw SQLite, positions)", configuration: change) { benchmark, fixture in
         try fixture.renameAndLocate(benchmark)
     } setup: {
         try RawChangeFixture(label: "frc-change-raw-positions-1m", count: millionRows)

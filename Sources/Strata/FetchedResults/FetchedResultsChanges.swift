@@ -54,7 +54,7 @@ public struct FetchedSection: Sendable, Equatable {
 
     public var numberOfObjects: Int {
         switch ids {
-        case let .shared(rows, section, _): rows.sections[section].count
+        case .shared(let rows, let section, entity: _): rows.sections[section].count
         case .explicit(let ids): ids.count
         }
     }

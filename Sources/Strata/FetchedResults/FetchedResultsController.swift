@@ -226,6 +226,10 @@ public final class FetchedResultsController {
     /// The number of rows held.
     public var numberOfObjects: Int { rows.count }
 
+    /// Bytes the controller's layout holds: keys (8 a row), stamps (4), the key index (4 a row
+    /// when keys are dense) and the chunk and section tables. Measured by the benchmarks.
+    public var layoutBytes: Int { rows.bytes + locations.bytes }
+
     /// The index titles of the sections, without repeats, in order.
     public var sectionIndexTitles: [String] {
         var seen = Set<String>()

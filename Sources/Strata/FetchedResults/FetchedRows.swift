@@ -38,6 +38,12 @@ struct FetchedRows: Sendable {
         var item: Int
     }
 
+    /// Bytes held: the key and stamp arrays' capacities, plus the chunk and section tables.
+    var bytes: Int {
+        chunks.reduce(0) { $0 + $1.keys.capacity * 8 + $1.stamps.capacity * 4 } + chunks.capacity * MemoryLayout<Chunk>.stride
+            + sections.reduce(0) { $0 + $1.chunks.capacity * 4 + $1.name.utf8.count } + sections.capacity * MemoryLayout<Section>.stride
+    }
+
     // MARK: Building
 
     /// Appends a row after every row already held (rows arrive in order).
