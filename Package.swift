@@ -16,6 +16,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(
@@ -35,7 +36,7 @@ let package = Package(
         ),
         .target(
             name: "Strata",
-            dependencies: ["StrataSQLite", "CZlib"],
+            dependencies: ["StrataSQLite", "CZlib", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .executableTarget(

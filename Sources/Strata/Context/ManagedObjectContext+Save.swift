@@ -25,10 +25,13 @@ extension ManagedObjectContext {
         assertOnQueue()
         processPendingChanges()
         guard hasChanges else { return nil }
+        KillPoint.hit("save.begin", in: name)
         post(.willSave)
         try validateForSave()
+        KillPoint.hit("save.validated", in: name)
         if parent != nil {
             _ = try saveIntoParent(forwardNow: true)
+            KillPoint.hit("save.pushed", in: name)
             return nil
         }
         let changes = try pendingStoreChanges()
@@ -36,12 +39,15 @@ extension ManagedObjectContext {
             acceptPendingChanges()
             return nil
         }
-        let outcome = try coordinator.commit(changes, policy: policy)
+        let outcome = try coordinator.commit(changes, policy: policy, origin: name)
+        KillPoint.hit("committed", in: name)
         let (rows, removed) = finishSave(outcome.resolutions, committed: true,
                                          gather: isObserved || coordinator.hasMergingRoots(besides: self))
         let didSave = DidSave(rows, generation: outcome.result?.generation)
         post(.didSave(didSave), removed: removed)
+        KillPoint.hit("merged", in: name)
         if outcome.result != nil { coordinator.broadcast(didSave, from: self) }
+        KillPoint.hit("notified", in: name)
         return outcome.result
     }
 

@@ -158,6 +158,7 @@ extension FetchedResultsController {
         let fetched = try fetchRows(plan)
         let before = rows
         let old = before.flattened()
+        let comparable = stampsKnown
         install(fetched)
         try loadRelatedValues(plan)
         let after = rows
@@ -170,7 +171,7 @@ extension FetchedResultsController {
         var kept: [(key: Int64, oldIndex: Int)] = []
         for row in fetched {
             guard let i = oldIndex[row.key] else { changed.insert(row.key); continue }
-            if old[i].stamp != row.stamp {
+            if comparable && old[i].stamp != row.stamp {
                 changed.insert(row.key)
                 updated.insert(row.key)
             } else if !changed.contains(row.key) {

@@ -33,8 +33,15 @@ public final class FetchedResultsController {
     /// The key path whose value names each object's section (through to-one relationships), or
     /// `nil` for one section. It must be the first sort key.
     public let sectionNameKeyPath: String?
-    /// Reserved for the durable section cache.
+    /// The name of the durable section cache (see <doc:SectionCacheFormat>): with a name,
+    /// ``performFetch()`` serves the sections and IDs from the cache file when it matches the
+    /// committed store, and otherwise fetches and writes it. `nil`: no cache.
     public let cacheName: String?
+    /// Why the last ``performFetch()`` did not serve the cache (`nil` when it did, or when there
+    /// is no cache name).
+    public internal(set) var lastCacheRejection: SectionCacheRejection?
+    /// Whether the last ``performFetch()`` was served from the cache.
+    public internal(set) var servedFromCache = false
 
     /// Receives every change. Setting a delegate starts change tracking; with no delegate and no
     /// ``changes()`` stream the controller tracks nothing and costs nothing.
@@ -58,6 +65,9 @@ public final class FetchedResultsController {
     var relatedValuesLoaded = false
     /// The work following changes has done so far.
     public internal(set) var trackingStatistics = FetchedResultsTracking()
+    /// False after a layout came from a cache file (which stores no stamps): a re-run then can't
+    /// tell value-only changes of rows nobody named.
+    var stampsKnown = true
     /// Set when following a change failed: the next change re-runs the request.
     var needsRerun = false
     private var observation: ContextObservation?
@@ -101,7 +111,10 @@ public final class FetchedResultsController {
         }
         let plan = try FetchPlan(fetchRequest, schema: context.schema)
         self.plan = plan
-        install(try fetchRows(plan))
+        let cached = cacheName != nil ? try fetchThroughCache(plan) : false
+        if !cached {
+            install(try fetchRows(plan))
+        }
         if isTracking { try loadRelatedValues(plan) }
         isStale = false
         updateTracking()
@@ -126,23 +139,26 @@ public final class FetchedResultsController {
                                   stamp: FetchedResultsController.stamp(version: object.current.version, values))
             }
         }
+        return try context.coordinator.withConnection { try fetchRows(plan, on: $0) }
+    }
+
+    /// The request's rows from the store, through `db` (one statement).
+    func fetchRows(_ plan: FetchPlan, on db: Connection) throws -> [FetchedRow] {
+        let sectioned = sectionNameKeyPath != nil
         let columns = (["t0.\(quoted(primaryKeyColumn))"] + plan.sortValueSQL + ["t0.\(quoted(versionColumn))"]).joined(separator: ", ")
-        let sql = plan.selectSQL(columns)
         let count = Int32(plan.sortValueSQL.count)
-        return try context.coordinator.withConnection { db in
-            var rows: [FetchedRow] = []
-            let statement = try db.cachedStatement(sql)
-            try statement.bind(plan.arguments)
-            var values: [SQLiteValue] = []
-            values.reserveCapacity(Int(count))
-            try statement.forEachRow { row in
-                values.removeAll(keepingCapacity: true)
-                for column in 1...count { values.append(row.value(at: column)) }
-                rows.append(FetchedRow(key: row.int64(at: 0), section: sectioned ? values[0] : .null,
-                                       stamp: FetchedResultsController.stamp(version: row.int64(at: count + 1), values)))
-            }
-            return rows
+        var rows: [FetchedRow] = []
+        let statement = try db.cachedStatement(plan.selectSQL(columns))
+        try statement.bind(plan.arguments)
+        var values: [SQLiteValue] = []
+        values.reserveCapacity(Int(count))
+        try statement.forEachRow { row in
+            values.removeAll(keepingCapacity: true)
+            for column in 1...count { values.append(row.value(at: column)) }
+            rows.append(FetchedRow(key: row.int64(at: 0), section: sectioned ? values[0] : .null,
+                                   stamp: FetchedResultsController.stamp(version: row.int64(at: count + 1), values)))
         }
+        return rows
     }
 
     /// Replaces the layout with `fetched` (in order).
@@ -168,6 +184,7 @@ public final class FetchedResultsController {
         relatedValues = [:]
         relatedValuesLoaded = false
         needsRerun = false
+        stampsKnown = true
     }
 
     /// A row's stamp: FNV-1a over its version and sort values. Rows whose stamp differs after a
@@ -376,6 +393,8 @@ public final class FetchedResultsController {
     }
 
     func report(_ event: FetchedResultsEvent) {
+        // Core Data's window: the sections already show a save that has not reached the store.
+        KillPoint.hit("frc.updated", in: managedObjectContext.name)
         if let delegate {
             if case .failed(let error) = event {
                 delegate.controller(self, didFailWith: error)

@@ -44,6 +44,15 @@ extension StoreCoordinator {
         }
     }
 
+    /// Adds `strata_entity.nonce` to a store written before it existed (the nonce of the commit
+    /// that last wrote each entity; empty until the entity's next write).
+    static func upgradeEntityTable(_ db: Connection) throws {
+        var columns = Set<String>()
+        try db.prepare("PRAGMA table_info(strata_entity)").forEachRow { columns.insert($0.string(at: 1)) }
+        guard !columns.contains("nonce") else { return }
+        try db.execute("ALTER TABLE strata_entity ADD COLUMN nonce BLOB NOT NULL DEFAULT x''")
+    }
+
     /// Creates the schema and metadata of a new store in one transaction.
     static func create(_ db: Connection, model: Model, uuid: UUID) throws {
         try db.transaction(.immediate) {
@@ -64,14 +73,15 @@ extension StoreCoordinator {
                     name TEXT PRIMARY KEY,
                     generation INTEGER NOT NULL,
                     next_pk INTEGER NOT NULL,
-                    version_hash TEXT NOT NULL) WITHOUT ROWID
+                    version_hash TEXT NOT NULL,
+                    nonce BLOB NOT NULL DEFAULT x'') WITHOUT ROWID
                 """)
             for sql in model.schema.creationSQL { try db.execute(sql) }
             try db.prepare("INSERT INTO strata_meta VALUES (1, ?, ?, 0, ?, ?, ?, ?, ?)").execute(
                 .text(uuid.uuidString), .integer(Int64(formatVersion)), .blob(randomNonce()),
                 .text(model.versionIdentifier), .text(model.versionHash),
                 .text(String(decoding: model.jsonData(), as: UTF8.self)), .real(Date().timeIntervalSince1970))
-            let insert = try db.prepare("INSERT INTO strata_entity VALUES (?, 0, 1, ?)")
+            let insert = try db.prepare("INSERT INTO strata_entity (name, generation, next_pk, version_hash) VALUES (?, 0, 1, ?)")
             for entity in model.entities {
                 try insert.execute(.text(entity.name), .text(model.entityVersionHashes[entity.name] ?? ""))
             }
@@ -86,8 +96,9 @@ extension StoreCoordinator {
             generation: meta.int64(at: 2), nonce: meta.data(at: 3), entityGenerations: [:],
             modelVersion: meta.string(at: 4), modelHash: meta.string(at: 5))
         meta.reset()
-        try db.prepare("SELECT name, generation FROM strata_entity").forEachRow {
+        try db.prepare("SELECT name, generation, nonce FROM strata_entity").forEachRow {
             result.entityGenerations[$0.string(at: 0)] = $0.int64(at: 1)
+            result.entityNonces[$0.string(at: 0)] = $0.data(at: 2)
         }
         return result
     }

@@ -26,6 +26,13 @@ public final class StoreCoordinator: @unchecked Sendable {
     private var uuid: UUID
 
     private let lock = NSLock()
+    /// The section caches of this store: where results controllers keep them, and what
+    /// `deleteCache(named:)` removes. `nil` for an in-memory store.
+    public let sectionCaches: SectionCacheStore?
+    /// Cache files are written here, in order, off the callers' queues.
+    let cacheQueue = DispatchQueue(label: "strata.section-cache", qos: .utility)
+    /// Whether temporary files a crash left in the cache folder were removed (once per coordinator).
+    let cachesPrepared = Locked(false)
     private let connection: Connection
     /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out.
     private var reservedKeys: [(next: Int64, end: Int64, block: Int64)] = []
@@ -39,10 +46,12 @@ public final class StoreCoordinator: @unchecked Sendable {
     public init(model: Model, url: URL, options: StoreOptions = StoreOptions()) throws {
         self.model = model
         self.url = url
+        sectionCaches = SectionCacheStore(storeURL: url, directory: options.sectionCacheDirectory)
         let path = url.path
         let existing = try StoreCoordinator.probe(path: path, model: model)
         var configuration = Connection.Configuration()
         configuration.synchronous = options.synchronous
+        configuration.journalMode = options.journalMode
         configuration.busyTimeout = options.busyTimeout
         configuration.cacheSizeKiB = options.cacheSizeKiB
         configuration.publicStatementArguments = options.publicStatementArguments
@@ -52,6 +61,7 @@ public final class StoreCoordinator: @unchecked Sendable {
             if let existing {
                 uuid = existing.uuid
                 refreshModelJSON = existing.modelJSON != String(decoding: model.jsonData(), as: UTF8.self)
+                try StoreCoordinator.upgradeEntityTable(connection)
             } else {
                 uuid = UUID()
                 refreshModelJSON = false
@@ -67,6 +77,7 @@ public final class StoreCoordinator: @unchecked Sendable {
     public init(inMemoryWith model: Model, options: StoreOptions = StoreOptions()) throws {
         self.model = model
         url = nil
+        sectionCaches = nil
         uuid = UUID()
         refreshModelJSON = false
         var configuration = Connection.Configuration()
@@ -155,6 +166,7 @@ public final class StoreCoordinator: @unchecked Sendable {
             let reader = try Connection(path: source.path, configuration: configuration)
             defer { reader.close() }
             try db.restore(from: reader)
+            try StoreCoordinator.upgradeEntityTable(db)
             try db.cachedStatement("UPDATE strata_meta SET store_uuid = ?, nonce = ? WHERE id = 1")
                 .execute(.text(newUUID.uuidString), .blob(StoreCoordinator.randomNonce()))
             reservedKeys = []
@@ -289,10 +301,11 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// Updates and deletes are optimistic: each applies only where the row still has the version
     /// the context read. A row changed or deleted since is a conflict, resolved by `policy`
     /// inside the same transaction (see ``MergePolicy``).
-    func commit(_ changes: StoreChanges, policy: MergePolicy) throws -> CommitOutcome {
+    func commit(_ changes: StoreChanges, policy: MergePolicy, origin: String? = nil) throws -> CommitOutcome {
         precondition(!changes.isEmpty, "commit called with nothing to write")
         return try withConnection { db in
             let outcome = try db.transaction(.immediate) {
+                KillPoint.hit("transaction.begun", in: origin)
                 var resolutions: [ObjectID: Resolution] = [:]
                 var conflicts: [MergeConflict] = []
                 // Whether any row changed: a save whose every change resolved to their version
@@ -385,6 +398,7 @@ public final class StoreCoordinator: @unchecked Sendable {
                     wrote = wrote || db.changes > 0
                 }
                 guard wrote else { return CommitOutcome(result: nil, resolutions: resolutions) }
+                KillPoint.hit("rows.written", in: origin)
                 let nonce = StoreCoordinator.randomNonce()
                 let bump = try db.cachedStatement(
                     "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation")
@@ -392,10 +406,12 @@ public final class StoreCoordinator: @unchecked Sendable {
                 guard try bump.step() else { throw StoreError.notAStrataStore(path: db.path) }
                 let generation = bump.int64(at: 0)
                 while try bump.step() {}
+                KillPoint.hit("generation.bumped", in: origin)
                 for entity in changes.touchedEntities.sorted() {
-                    try db.cachedStatement("UPDATE strata_entity SET generation = ? WHERE name = ?")
-                        .execute(.integer(generation), .text(entity))
+                    try db.cachedStatement("UPDATE strata_entity SET generation = ?, nonce = ? WHERE name = ?")
+                        .execute(.integer(generation), .blob(nonce), .text(entity))
                 }
+                KillPoint.hit("entities.stamped", in: origin)
                 // Our own commit is no news for processExternalChanges (data_version ignores it too).
                 for entity in changes.touchedEntities { knownEntityGenerations[entity] = generation }
                 if refreshModelJSON {

@@ -15,6 +15,10 @@ public struct StoreMetadata: Sendable, Equatable {
     /// Per entity: the store generation of the last commit that wrote the entity's rows
     /// (0 until its first write). It changes only when that entity is touched.
     public var entityGenerations: [String: Int64]
+    /// Per entity: the nonce of the commit that last wrote its rows (empty before its first
+    /// write). With the generation it names that commit even after a lost commit's generation was
+    /// reused, which is what a section cache checks.
+    public var entityNonces: [String: Data] = [:]
     public var modelVersion: String
     public var modelHash: String
 }
@@ -34,9 +38,14 @@ public struct StoreOptions: Sendable {
     public var busyTimeout: Duration = .seconds(5)
     /// Page cache size for the store connection in KiB; `nil` keeps SQLite's 2 MiB.
     public var cacheSizeKiB: Int? = nil
+    /// SQLite's journal mode (default WAL; `.delete` is the rollback journal).
+    public var journalMode: StrataSQLiteJournalMode = .wal
+    /// Where section caches live; `nil`: beside the store, in `<store file name>.caches`.
+    public var sectionCacheDirectory: URL? = nil
     /// Let SQL errors print statement arguments (off: arguments are user data).
     public var publicStatementArguments = false
     public init() {}
 }
 
+public typealias StrataSQLiteJournalMode = StrataSQLite.Connection.Configuration.JournalMode
 public typealias StrataSQLiteSynchronous = StrataSQLite.Connection.Configuration.Synchronous

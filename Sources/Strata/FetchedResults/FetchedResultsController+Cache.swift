@@ -1,0 +1,102 @@
+internal import Foundation
+internal import Logging
+internal import StrataSQLite
+
+/// The durable section cache: served when it matches the committed store, rebuilt otherwise.
+extension FetchedResultsController {
+    /// With a cache name and nothing unsaved along the chain for the entities the request reads:
+    /// installs the cache when it validates, else fetches from one committed snapshot (rows and
+    /// stamp read in the same read transaction), installs that, and schedules the cache's write.
+    /// Returns `false` when the cache does not apply (unsaved changes, an in-memory store).
+    func fetchThroughCache(_ plan: FetchPlan) throws -> Bool {
+        servedFromCache = false
+        lastCacheRejection = nil
+        let context = managedObjectContext
+        guard let cacheName, let caches = context.coordinator.preparedSectionCaches() else { return false }
+        // A cache holds committed rows only: with unsaved changes beneath it is neither read nor written.
+        guard !context.chainHasPendingChanges(plan.entities) else { return false }
+        let request = CanonicalRequest(plan.request, sectionKeyPath: sectionNameKeyPath)
+        do {
+            let file = try validatedCache(cacheName, caches, plan, request)
+            installFromCache(file)
+            servedFromCache = true
+            KillPoint.hit("cache.load.validated")
+            SectionCacheStore.logger.debug("section cache served", metadata: ["cache": "\(cacheName)", "objects": "\(file.keys.count)"])
+            return true
+        } catch let reason {
+            lastCacheRejection = reason
+            let metadata: Logger.Metadata = ["cache": "\(cacheName)", "reason": "\(reason.rawValue)"]
+            if reason.isCorrupt {
+                SectionCacheStore.logger.warning("section cache rejected and rebuilt", metadata: metadata)
+            } else {
+                SectionCacheStore.logger.info("section cache not served, rebuilding", metadata: metadata)
+            }
+        }
+        KillPoint.hit("cache.rebuild.begin")
+        let (fetched, storeMetadata) = try context.coordinator.withConnection { db in
+            try db.transaction(.deferred) { (try fetchRows(plan, on: db), try StoreCoordinator.readMetadata(db)) }
+        }
+        KillPoint.hit("cache.rebuild.fetched")
+        install(fetched)
+        let stamp = SectionCacheStamp(storeMetadata, entities: plan.entities)
+        let rows = self.rows
+        context.coordinator.scheduleCacheWrite(named: cacheName) {
+            FetchedResultsController.cacheFile(rows, stamp: stamp, request: request)
+        }
+        return true
+    }
+
+    /// The cache file of a layout.
+    static func cacheFile(_ rows: FetchedRows, stamp: SectionCacheStamp, request: CanonicalRequest) -> SectionCacheFile {
+        var keys: [Int64] = []
+        keys.reserveCapacity(rows.count)
+        for section in rows.sections {
+            for chunk in section.chunks { keys.append(contentsOf: rows.chunks[Int(chunk)].keys) }
+        }
+        let sections = rows.sections.map {
+            SectionCacheSection(value: $0.value, name: $0.name, indexTitle: $0.indexTitle, count: $0.count)
+        }
+        return SectionCacheFile(stamp: stamp, request: request, sections: sections, keys: keys)
+    }
+
+    /// Reads and checks cache `name`: structure, request, stamp against the store now, body.
+    private func validatedCache(_ name: String, _ caches: SectionCacheStore, _ plan: FetchPlan,
+                                _ request: CanonicalRequest) throws(SectionCacheRejection) -> SectionCacheFile {
+        let data = try caches.read(named: name)
+        let header = try SectionCacheFile.header(of: data)
+        guard header.request == request else { throw .otherRequest }
+        guard let metadata = try? managedObjectContext.coordinator.metadata() else { throw .unreadable }
+        if let stale = header.stamp.staleness(against: SectionCacheStamp(metadata, entities: plan.entities)) { throw stale }
+        let file = try SectionCacheFile.decodeBody(data, header)
+        // Sections must be in the order the first sort key gives (one `.null` section when unsectioned).
+        let order = sectionOrder
+        if sectionNameKeyPath == nil {
+            guard file.sections.count <= 1, file.sections.allSatisfy({ $0.value == .null }) else { throw .badBody }
+        }
+        for (a, b) in zip(file.sections, file.sections.dropFirst()) where order(a.value, b.value) >= 0 { throw .badBody }
+        return file
+    }
+
+    /// Installs a validated cache file. Stamps are not stored in the file: they read as unknown
+    /// until the next re-run of the request.
+    private func installFromCache(_ file: SectionCacheFile) {
+        let range = file.keys.isEmpty ? nil : file.keys.min()!...file.keys.max()!
+        var locations = KeyLocations(expecting: range, count: file.keys.count)
+        var rows = FetchedRows()
+        let order = sectionOrder
+        var offset = 0
+        for section in file.sections {
+            for key in file.keys[offset..<(offset + section.count)] {
+                rows.append(key: key, stamp: 0, sectionValue: section.value, locations: &locations, order: order,
+                            makeSection: makeSection)
+            }
+            offset += section.count
+        }
+        self.rows = rows
+        self.locations = locations
+        relatedValues = [:]
+        relatedValuesLoaded = false
+        needsRerun = false
+        stampsKnown = false
+    }
+}

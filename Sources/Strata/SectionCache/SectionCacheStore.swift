@@ -1,0 +1,236 @@
+public import Foundation
+internal import Logging
+
+/// A section cache operation refused or failed (never raised by a results controller: a cache
+/// that can't be read or written only costs a fetch).
+public enum SectionCacheError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A cache name must be 1–200 UTF-8 bytes without NUL; it is a name, not a path.
+    case invalidName(String, reason: String)
+    /// The cache folder is a symbolic link: refused, so that no cache is written elsewhere.
+    case directoryIsSymlink(path: String)
+    /// The cache folder exists but is not a folder.
+    case notADirectory(path: String)
+    case noSuchCache(name: String)
+    case io(CacheFileError)
+
+    public var description: String {
+        switch self {
+        case let .invalidName(name, reason): "invalid cache name \(name.debugDescription): \(reason)"
+        case .directoryIsSymlink(let path): "the cache folder \(path) is a symbolic link; refusing to follow it"
+        case .notADirectory(let path): "the cache folder \(path) is not a folder"
+        case .noSuchCache(let name): "no cache named \(name.debugDescription)"
+        case .io(let error): "\(error)"
+        }
+    }
+}
+
+/// The section caches of one store: where they live, their names, atomic writes, reads, and
+/// deletion. Results controllers, apps and the `strata cache` command share this one
+/// implementation.
+///
+/// Files are `<folder>/<encoded name>.stratacache`; the folder defaults to `<store file>.caches`
+/// beside the store. A write goes to `<folder>/.tmp-<random>-<file>`, is fsynced, renamed over
+/// the final name, and the folder is fsynced: a crash leaves the old file or the new one, never a
+/// torn one. Temporary files left by a crash are removed by ``removeTemporaryFiles()`` (a
+/// controller calls it before its first write).
+public struct SectionCacheStore: Sendable {
+    public static let fileExtension = "stratacache"
+    static let temporaryPrefix = ".tmp-"
+    static let logger = Logger(label: "strata.cache")
+
+    public let storeURL: URL
+    public let directory: URL
+    let fileSystem: any CacheFileSystem
+
+    public init(storeURL: URL, directory: URL? = nil, fileSystem: any CacheFileSystem = POSIXCacheFileSystem()) {
+        self.storeURL = storeURL
+        self.directory = directory ?? URL(fileURLWithPath: storeURL.path + ".caches", isDirectory: true)
+        self.fileSystem = fileSystem
+    }
+
+    // MARK: Names
+
+    /// The file name of cache `name`: letters, digits, `-` and `_` kept, every other byte
+    /// percent-encoded (so `/`, `..` and leading dots can't reach outside the folder).
+    public static func fileName(forCacheNamed name: String) throws(SectionCacheError) -> String {
+        let utf8 = Array(name.utf8)
+        guard !utf8.isEmpty else { throw .invalidName(name, reason: "empty") }
+        guard utf8.count <= 200 else { throw .invalidName(name, reason: "longer than 200 UTF-8 bytes") }
+        guard !utf8.contains(0) else { throw .invalidName(name, reason: "contains NUL") }
+        var encoded = ""
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                encoded.append(Character(UnicodeScalar(byte)))
+            default:
+                encoded += String(format: "%%%02X", byte)
+            }
+        }
+        return encoded + "." + fileExtension
+    }
+
+    /// The cache name a file name stands for, or `nil` when it is not a cache file.
+    public static func cacheName(fromFileName file: String) -> String? {
+        guard file.hasSuffix("." + fileExtension), !file.hasPrefix(".") else { return nil }
+        let stem = Array(file.utf8.dropLast(fileExtension.utf8.count + 1))
+        var bytes: [UInt8] = []
+        var i = 0
+        while i < stem.count {
+            if stem[i] == UInt8(ascii: "%") {
+                guard i + 2 < stem.count, let byte = UInt8(String(decoding: stem[(i + 1)...(i + 2)], as: UTF8.self), radix: 16) else { return nil }
+                bytes.append(byte)
+                i += 3
+            } else {
+                bytes.append(stem[i])
+                i += 1
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    public func url(forCacheNamed name: String) throws(SectionCacheError) -> URL {
+        directory.appendingPathComponent(try SectionCacheStore.fileName(forCacheNamed: name), isDirectory: false)
+    }
+
+    // MARK: The folder
+
+    /// The folder's path, checked: not a symlink, a folder; created when `create` (with the
+    /// store folder's permissions).
+    func checkedDirectory(create: Bool) throws(SectionCacheError) -> String? {
+        let path = directory.path
+        var info = stat()
+        if lstat(path, &info) != 0 {
+            guard errno == ENOENT else { throw .io(CacheFileError(operation: "lstat", path: path, code: errno)) }
+            guard create else { return nil }
+            if mkdir(path, 0o755) != 0, errno != EEXIST { throw .io(CacheFileError(operation: "mkdir", path: path, code: errno)) }
+            return path
+        }
+        if (info.st_mode & S_IFMT) == S_IFLNK { throw .directoryIsSymlink(path: path) }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { throw .notADirectory(path: path) }
+        return path
+    }
+
+    /// The names of every cache in the folder, sorted.
+    public func cacheNames() throws(SectionCacheError) -> [String] {
+        guard let path = try checkedDirectory(create: false) else { return [] }
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        return files.compactMap(SectionCacheStore.cacheName(fromFileName:)).sorted()
+    }
+
+    // MARK: Reading
+
+    /// The bytes of cache `name`; `.missing`, `.notAFile` or `.unreadable` when there are none to read.
+    public func read(named name: String) throws(SectionCacheRejection) -> Data {
+        guard let url = try? url(forCacheNamed: name) else { throw .missing }
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { throw errno == ENOENT ? .missing : .unreadable }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notAFile }
+        do {
+            return try fileSystem.read(url.path)
+        } catch {
+            throw .unreadable
+        }
+    }
+
+    // MARK: Writing
+
+    /// Writes `file` as cache `name` atomically: temporary file, fsync, rename, fsync of the
+    /// folder. On failure the temporary file is removed and the previous cache (if any) is left
+    /// as it was.
+    public func write(_ file: SectionCacheFile, named name: String) throws(SectionCacheError) {
+        let data = file.encoded()
+        KillPoint.hit("cache.encoded")
+        try write(data, named: name)
+    }
+
+    /// Writes already encoded bytes as cache `name`, atomically.
+    public func write(_ data: Data, named name: String) throws(SectionCacheError) {
+        let finalName = try SectionCacheStore.fileName(forCacheNamed: name)
+        guard let folder = try checkedDirectory(create: true) else { return }
+        let final = folder + "/" + finalName
+        let temporary = folder + "/" + SectionCacheStore.temporaryPrefix + UUID().uuidString.prefix(8) + "-" + finalName
+        do {
+            let fd = try fileSystem.create(temporary, mode: storeFileMode)
+            KillPoint.hit("cache.tmp.created")
+            do {
+                try data.withUnsafeBytes { bytes in
+                    let half = bytes.count / 2
+                    try fileSystem.write(fd, UnsafeRawBufferPointer(rebasing: bytes[..<half]))
+                    KillPoint.hit("cache.tmp.half-written")
+                    try fileSystem.write(fd, UnsafeRawBufferPointer(rebasing: bytes[half...]))
+                }
+                KillPoint.hit("cache.tmp.written")
+                try fileSystem.fsync(fd)
+                KillPoint.hit("cache.tmp.fsynced")
+                fileSystem.close(fd)
+            } catch {
+                fileSystem.close(fd)
+                throw error
+            }
+            try fileSystem.rename(temporary, final)
+            KillPoint.hit("cache.renamed")
+            try fileSystem.fsyncDirectory(folder)
+            KillPoint.hit("cache.dir.fsynced")
+        } catch let error as CacheFileError {
+            try? fileSystem.remove(temporary)
+            SectionCacheStore.logger.warning("section cache write failed", metadata: ["cache": "\(name)", "error": "\(error)"])
+            throw .io(error)
+        } catch {
+            try? fileSystem.remove(temporary)
+            throw .io(CacheFileError(operation: "write", path: temporary, code: EIO))
+        }
+    }
+
+    /// The store file's permission bits (0o644 when it can't be read), for cache files.
+    private var storeFileMode: mode_t {
+        var info = stat()
+        guard stat(storeURL.path, &info) == 0 else { return 0o644 }
+        return info.st_mode & 0o777
+    }
+
+    // MARK: Deleting
+
+    /// Removes cache `name`; returns whether there was one. Safe while an app has the store open:
+    /// its controllers rebuild the cache at their next fetch.
+    @discardableResult
+    public func deleteCache(named name: String) throws(SectionCacheError) -> Bool {
+        let url = try url(forCacheNamed: name)
+        guard try checkedDirectory(create: false) != nil else { return false }
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { return false }
+        do {
+            try fileSystem.remove(url.path)
+        } catch let error as CacheFileError {
+            throw .io(error)
+        } catch {
+            throw .io(CacheFileError(operation: "unlink", path: url.path, code: EIO))
+        }
+        return true
+    }
+
+    /// Removes every cache of the store (and stray temporary files); returns the names removed.
+    @discardableResult
+    public func deleteAllCaches() throws(SectionCacheError) -> [String] {
+        let names = try cacheNames()
+        for name in names { try deleteCache(named: name) }
+        removeTemporaryFiles()
+        return names
+    }
+
+    /// Removes temporary files a crash left in the folder; returns how many.
+    @discardableResult
+    public func removeTemporaryFiles() -> Int {
+        guard let folder = try? checkedDirectory(create: false),
+              let files = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
+        KillPoint.hit("cache.cleanup.begin")
+        var removed = 0
+        for file in files where file.hasPrefix(SectionCacheStore.temporaryPrefix) {
+            if (try? fileSystem.remove(folder + "/" + file)) != nil {
+                removed += 1
+                KillPoint.hit("cache.cleanup.removed")
+            }
+        }
+        return removed
+    }
+}
