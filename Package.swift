@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
         .executable(name: "strata", targets: ["StrataCLI"]),
+        .executable(name: "strata-crash-harness", targets: ["StrataCrashHarness"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -66,6 +67,16 @@ let package = Package(
         .testTarget(
             name: "StrataCLITests",
             dependencies: ["StrataTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "StrataCrashHarness",
+            dependencies: ["Strata", "StrataTestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "StrataCrashTests",
+            dependencies: ["Strata", "StrataSQLite", "StrataTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
     ],

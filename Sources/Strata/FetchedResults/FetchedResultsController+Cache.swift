@@ -46,6 +46,18 @@ extension FetchedResultsController {
         return true
     }
 
+    /// Registers this controller's cache for refreshes after commits (see
+    /// ``StoreCoordinator``'s cache refreshes): a committed snapshot re-read in the background.
+    func registerCacheRefresher(_ plan: FetchPlan) {
+        guard let cacheName else { return }
+        let columns = (["t0.\(quoted(primaryKeyColumn))"] + plan.sortValueSQL).joined(separator: ", ")
+        let refresher = CacheRefresher(
+            name: cacheName, sql: plan.selectSQL(columns), arguments: plan.arguments,
+            sectioned: sectionNameKeyPath != nil, entities: plan.entities,
+            request: CanonicalRequest(plan.request, sectionKeyPath: sectionNameKeyPath), pending: Locked(false))
+        managedObjectContext.coordinator.registerCacheRefresher(refresher, for: ObjectIdentifier(self))
+    }
+
     /// The cache file of a layout.
     static func cacheFile(_ rows: FetchedRows, stamp: SectionCacheStamp, request: CanonicalRequest) -> SectionCacheFile {
         var keys: [Int64] = []

@@ -84,6 +84,10 @@ public final class FetchedResultsController {
         self.cacheName = cacheName
     }
 
+    deinit {
+        if cacheName != nil { managedObjectContext.coordinator.unregisterCacheRefresher(for: ObjectIdentifier(self)) }
+    }
+
     public static func defaultIndexTitle(_ name: String) -> String? {
         guard let first = name.first else { return "#" }
         return String(first).uppercased()
@@ -112,6 +116,7 @@ public final class FetchedResultsController {
         let plan = try FetchPlan(fetchRequest, schema: context.schema)
         self.plan = plan
         let cached = cacheName != nil ? try fetchThroughCache(plan) : false
+        registerCacheRefresher(plan)
         if !cached {
             install(try fetchRows(plan))
         }

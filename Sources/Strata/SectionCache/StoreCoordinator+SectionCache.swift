@@ -1,4 +1,5 @@
 internal import Foundation
+internal import StrataSQLite
 
 extension StoreCoordinator {
     /// Removes the cache `name` of this store (Core Data's `deleteCache(withName:)`); returns
@@ -36,6 +37,91 @@ extension StoreCoordinator {
         guard let sectionCaches else { return }
         cacheQueue.async {
             try? sectionCaches.write(build(), named: name)
+        }
+    }
+}
+
+/// What refreshing one controller's cache after a commit needs, all of it Sendable: the query,
+/// how to cut sections, the stamp's entities and the request.
+struct CacheRefresher: Sendable {
+    let name: String
+    let sql: String
+    let arguments: [SQLiteValue]
+    let sectioned: Bool
+    let entities: Set<String>
+    let request: CanonicalRequest
+    /// Set while a refresh is queued and not started: further commits coalesce into it.
+    let pending: Locked<Bool>
+}
+
+extension StoreCoordinator {
+    /// Keeps cache `refresher.name` current after commits, for the controller `owner`.
+    func registerCacheRefresher(_ refresher: CacheRefresher, for owner: ObjectIdentifier) {
+        guard sectionCaches != nil else { return }
+        cacheRefreshers.withLock { $0[owner] = refresher }
+    }
+
+    func unregisterCacheRefresher(for owner: ObjectIdentifier) {
+        _ = cacheRefreshers.withLock { $0.removeValue(forKey: owner) }
+    }
+
+    /// After a commit: every cache that reads a touched entity is rebuilt on the cache queue from
+    /// a committed snapshot (its own read-only connection: rows and metadata in one read
+    /// transaction). Commits that arrive before a queued refresh starts share it.
+    func scheduleCacheRefreshes(touching touched: Set<String>) {
+        let due = cacheRefreshers.withLock { $0.values.filter { !$0.entities.isDisjoint(with: touched) } }
+        for refresher in due {
+            let queued = refresher.pending.withLock { pending -> Bool in
+                defer { pending = true }
+                return !pending
+            }
+            guard queued else { continue }
+            cacheQueue.async { [self] in
+                refresher.pending.withLock { $0 = false }
+                refreshCache(refresher)
+            }
+        }
+    }
+
+    /// On the cache queue: reads the request and the stamp in one read transaction and writes the file.
+    private func refreshCache(_ refresher: CacheRefresher) {
+        guard let sectionCaches, let url, !isClosed else { return }
+        do {
+            let file: SectionCacheFile = try refreshConnection.withLock { connection in
+                if connection == nil {
+                    var configuration = Connection.Configuration()
+                    configuration.readOnly = true
+                    let reader = try Connection(path: url.path, configuration: configuration)
+                    try StringMatching.register(on: reader)
+                    connection = reader
+                }
+                let db = connection!
+                KillPoint.hit("cache.rebuild.begin")
+                return try db.transaction(.deferred) {
+                    let metadata = try StoreCoordinator.readMetadata(db)
+                    var sections: [SectionCacheSection] = []
+                    var keys: [Int64] = []
+                    let statement = try db.cachedStatement(refresher.sql)
+                    try statement.bind(refresher.arguments)
+                    try statement.forEachRow { row in
+                        let value: SQLiteValue = refresher.sectioned ? row.value(at: 1) : .null
+                        if let last = sections.last, ScalarOrder.compare(last.value, value) == 0 {
+                            sections[sections.count - 1].count += 1
+                        } else {
+                            let name = refresher.sectioned ? FetchedResultsController.sectionName(value) : ""
+                            let title = refresher.sectioned ? FetchedResultsController.defaultIndexTitle(name) : nil
+                            sections.append(SectionCacheSection(value: value, name: name, indexTitle: title, count: 1))
+                        }
+                        keys.append(row.int64(at: 0))
+                    }
+                    KillPoint.hit("cache.rebuild.fetched")
+                    return SectionCacheFile(stamp: SectionCacheStamp(metadata, entities: refresher.entities),
+                                            request: refresher.request, sections: sections, keys: keys)
+                }
+            }
+            try sectionCaches.write(file, named: refresher.name)
+        } catch {
+            SectionCacheStore.logger.warning("section cache refresh failed", metadata: ["cache": "\(refresher.name)", "error": "\(error)"])
         }
     }
 }

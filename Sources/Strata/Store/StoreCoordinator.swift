@@ -33,6 +33,10 @@ public final class StoreCoordinator: @unchecked Sendable {
     let cacheQueue = DispatchQueue(label: "strata.section-cache", qos: .utility)
     /// Whether temporary files a crash left in the cache folder were removed (once per coordinator).
     let cachesPrepared = Locked(false)
+    /// Caches to refresh after commits, by controller.
+    let cacheRefreshers = Locked<[ObjectIdentifier: CacheRefresher]>([:])
+    /// The read-only connection cache refreshes read through (used on `cacheQueue` only).
+    let refreshConnection = Locked<Connection?>(nil)
     private let connection: Connection
     /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out.
     private var reservedKeys: [(next: Int64, end: Int64, block: Int64)] = []
@@ -210,7 +214,14 @@ public final class StoreCoordinator: @unchecked Sendable {
     }
 
     /// Closes the connection. Using the coordinator afterwards is a programmer error.
-    public func close() { lock.withLock { connection.close() } }
+    /// Whether ``close()`` was called.
+    public var isClosed: Bool { lock.withLock { connection.isClosed } }
+
+    public func close() {
+        cacheQueue.sync {}
+        refreshConnection.withLock { $0?.close(); $0 = nil }
+        lock.withLock { connection.close() }
+    }
 
     /// Rebuilds the database file (`VACUUM`). Object IDs are primary keys declared
     /// `INTEGER PRIMARY KEY`, which `VACUUM` keeps, so every ID and URI stays valid.
@@ -303,7 +314,7 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// inside the same transaction (see ``MergePolicy``).
     func commit(_ changes: StoreChanges, policy: MergePolicy, origin: String? = nil) throws -> CommitOutcome {
         precondition(!changes.isEmpty, "commit called with nothing to write")
-        return try withConnection { db in
+        let outcome: CommitOutcome = try withConnection { db in
             let outcome = try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: origin)
                 var resolutions: [ObjectID: Resolution] = [:]
@@ -426,6 +437,8 @@ public final class StoreCoordinator: @unchecked Sendable {
             if outcome.result != nil { refreshModelJSON = false }   // under the lock, once COMMIT succeeded
             return outcome
         }
+        if let result = outcome.result { scheduleCacheRefreshes(touching: result.touchedEntities) }
+        return outcome
     }
 
     /// The stored row `key` of `info`, or `nil`.

@@ -93,4 +93,37 @@ import StrataTestSupport
         let (servedAgain, _, _) = try Self.open(url)
         #expect(servedAgain)
     }
+
+    @Test func aCommitRefreshesTheCacheAndAMainSaveDoesNot() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("goods.sqlite")
+        let container = try PersistentContainer(model: TestModels.goods(), url: url)
+        try Self.seed(container)
+        let main = container.mainContext
+        let controller = FetchedResultsController(fetchRequest: Self.request(), managedObjectContext: main,
+                                                  sectionNameKeyPath: "category.name", cacheName: "goods")
+        try main.performAndWait { try controller.performFetch() }
+        container.coordinator.waitForCacheWrites()
+        // Saved into main only: no commit, the cache keeps the committed five.
+        let update = container.newUpdateContext()
+        try update.performAndWait {
+            let g = try update.insert("Good")
+            try g.setValue("Apricot", forKey: "name")
+            try g.setValue(try update.fetch(FetchRequest(entityName: "Category", sortKeys: [.ascending("name")]))[0], forKey: "category")
+            try update.save()
+        }
+        container.coordinator.waitForCacheWrites()
+        let file = try SectionCacheFile.decode(try container.coordinator.sectionCaches!.read(named: "goods"))
+        #expect(file.keys.count == 5)
+        // The writer's commit refreshes it from the store: six.
+        try main.performAndWait { try main.save() }
+        try container.writerContext.performAndWait { try container.writerContext.save() }
+        container.coordinator.waitForCacheWrites()
+        let refreshed = try SectionCacheFile.decode(try container.coordinator.sectionCaches!.read(named: "goods"))
+        #expect(refreshed.keys.count == 6)
+        #expect(refreshed.sections.map(\.count) == [4, 2])
+        container.coordinator.close()
+        let (served, _, snapshot) = try Self.open(url)
+        #expect(served && snapshot.numberOfObjects == 6)
+    }
 }

@@ -1,0 +1,40 @@
+// strata-crash-harness: the child process of the crash suite (Tests/StrataCrashTests).
+//
+// It opens a store through a PersistentContainer, keeps a results controller with a cache name
+// on main, runs a seeded workload (update → main → writer saves) and acknowledges every commit on
+// stdout after COMMIT returned:
+//
+//     ack <generation> <marker> <section counts, comma-separated>
+//
+// The parent kills it at a named kill point (STRATA_KILL_POINT=name[:nth], armed by the library)
+// or at a random time, then checks the store. Usage:
+//
+//     strata-crash-harness --store PATH [--seed N] [--commits N] [--journal wal|delete]
+//                          [--synchronous full|normal] [--mode run|recover|seed-scenario]
+
+import Foundation
+import Logging
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let options: HarnessOptions
+do {
+    options = try HarnessOptions.parse(arguments)
+} catch {
+    FileHandle.standardError.write(Data("strata-crash-harness: \(error)\n\(HarnessOptions.usage)\n".utf8))
+    exit(64)
+}
+
+// Only warnings and errors reach stderr: the parent reads it only to explain a failure.
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .warning
+    return handler
+}
+
+do {
+    try Harness(options).run()
+    exit(0)
+} catch {
+    FileHandle.standardError.write(Data("strata-crash-harness: \(error)\n".utf8))
+    exit(1)
+}
