@@ -97,27 +97,14 @@ extension StoreCoordinator {
                 }
                 let db = connection!
                 KillPoint.hit("cache.rebuild.begin")
-                return try db.transaction(.deferred) {
+                let file = try db.transaction(.deferred) {
                     let metadata = try StoreCoordinator.readMetadata(db)
-                    var sections: [SectionCacheSection] = []
-                    var keys: [Int64] = []
-                    let statement = try db.cachedStatement(refresher.sql)
-                    try statement.bind(refresher.arguments)
-                    try statement.forEachRow { row in
-                        let value: SQLiteValue = refresher.sectioned ? row.value(at: 1) : .null
-                        if let last = sections.last, ScalarOrder.compare(last.value, value) == 0 {
-                            sections[sections.count - 1].count += 1
-                        } else {
-                            let name = refresher.sectioned ? FetchedResultsController.sectionName(value) : ""
-                            let title = refresher.sectioned ? FetchedResultsController.defaultIndexTitle(name) : nil
-                            sections.append(SectionCacheSection(value: value, name: name, indexTitle: title, count: 1))
-                        }
-                        keys.append(row.int64(at: 0))
-                    }
-                    KillPoint.hit("cache.rebuild.fetched")
-                    return SectionCacheFile(stamp: SectionCacheStamp(metadata, entities: refresher.entities),
-                                            request: refresher.request, sections: sections, keys: keys)
+                    return try SectionCacheFile.compute(refresher.sql, refresher.arguments, sectioned: refresher.sectioned, on: db,
+                                                        stamp: SectionCacheStamp(metadata, entities: refresher.entities),
+                                                        request: refresher.request)
                 }
+                KillPoint.hit("cache.rebuild.fetched")
+                return file
             }
             try sectionCaches.write(file, named: refresher.name)
         } catch {

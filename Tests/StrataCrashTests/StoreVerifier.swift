@@ -1,0 +1,119 @@
+import Foundation
+import Strata
+import StrataSQLite
+import StrataTestSupport
+
+/// What the suite checks after every kill, in this process (a crash on reopening would end the
+/// test run, so "reopening never crashes" holds when the suite finishes).
+struct Verification {
+    /// `PRAGMA integrity_check`'s first row ("ok").
+    var integrity: String
+    /// Acknowledged markers not in the store.
+    var missing: [String]
+    var servedFromCache: Bool
+    var rejection: SectionCacheRejection?
+    /// The cached controller's snapshot equals the fresh uncached fetch's.
+    var matches: Bool
+    /// What differed, when something did.
+    var difference: String?
+    /// Goods in the store (stores are started afresh when they grow too big).
+    var goods: Int
+    var cached: FetchedSnapshot
+    var fresh: FetchedSnapshot
+}
+
+enum StoreVerifier {
+    static let cacheName = "goods"
+
+    /// The request of the harness's controllers (identical, or the cache is never served).
+    static func request() -> FetchRequest {
+        FetchRequest(entityName: "Good", sortKeys: [.ascending("category.name"), .ascending("name")])
+    }
+
+    static func cacheFile(of store: URL) -> URL {
+        URL(fileURLWithPath: store.path + ".caches/" + cacheName + ".stratacache")
+    }
+
+    /// Integrity through raw SQLite, then the stack: every acked marker present, and the
+    /// controller with the cache name equal to a fresh uncached fetch.
+    static func verify(store: URL, configuration: CrashConfiguration, acked: Set<String>) throws -> Verification {
+        var sqlite = Connection.Configuration()
+        sqlite.journalMode = configuration.journal
+        sqlite.synchronous = configuration.synchronous
+        sqlite.createIfMissing = false
+        let integrity: String
+        do {
+            let db = try Connection(path: store.path, configuration: sqlite)
+            defer { db.close() }
+            let value = try db.pragma("integrity_check")
+            if case .text(let text) = value { integrity = text } else { integrity = "\(value)" }
+        }
+
+        let coordinator = try StoreCoordinator(model: TestModels.goodsModel, url: store, options: configuration.storeOptions)
+        defer {
+            coordinator.waitForCacheWrites()
+            coordinator.close()
+        }
+        let container = PersistentContainer(coordinator: coordinator)
+        let main = container.mainContext
+        let cached = FetchedResultsController(fetchRequest: request(), managedObjectContext: main,
+                                              sectionNameKeyPath: "category.name", cacheName: cacheName)
+        let fresh = FetchedResultsController(fetchRequest: request(), managedObjectContext: main, sectionNameKeyPath: "category.name")
+        return try main.performAndWait {
+            try cached.performFetch()
+            try fresh.performFetch()
+            let markers = try main.fetch(FetchRequest(entityName: "Good", predicate: try Condition("name BEGINSWITH %@", "ack-")))
+            let present = Set(try markers.map { try $0.value(forKey: "name") as? String ?? "" })
+            let goods = try main.count(for: FetchRequest(entityName: "Good"))
+            let a = cached.snapshot, b = fresh.snapshot
+            return Verification(integrity: integrity, missing: acked.subtracting(present).sorted(),
+                                servedFromCache: cached.servedFromCache, rejection: cached.lastCacheRejection,
+                                matches: a == b, difference: a == b ? nil : describe(cached: a, fresh: b), goods: goods,
+                                cached: a, fresh: b)
+        }
+    }
+
+    /// Sections and counts of both, and the first ID that differs.
+    static func describe(cached: FetchedSnapshot, fresh: FetchedSnapshot) -> String {
+        func layout(_ snapshot: FetchedSnapshot) -> String {
+            snapshot.sections.map { "\($0.name):\($0.numberOfObjects)" }.joined(separator: ",")
+        }
+        var text = "cached [\(layout(cached))] fresh [\(layout(fresh))]"
+        let a = cached.objectIDs, b = fresh.objectIDs
+        if let index = zip(a, b).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
+            text += "; first differing ID at \(index): \(a[index]) vs \(b[index])"
+        } else if a.count != b.count {
+            text += "; \(a.count) vs \(b.count) IDs"
+        }
+        return text
+    }
+
+    /// Breaks the cache file (truncated at a random offset, or one byte changed); returns what was
+    /// done, or `nil` when there is no file to break.
+    static func corruptCache(of store: URL, using rng: inout SplitMix64) throws -> String? {
+        let url = cacheFile(of: store)
+        guard var bytes = try? Data(contentsOf: url), !bytes.isEmpty else { return nil }
+        if rng.chance(0.5) {
+            let offset = rng.int(0...(bytes.count - 1))
+            try bytes.prefix(offset).write(to: url)
+            return "truncated \(bytes.count) bytes to \(offset)"
+        }
+        let offset = rng.int(0...(bytes.count - 1))
+        let mask = UInt8(rng.int(1...255))
+        bytes[offset] ^= mask
+        try bytes.write(to: url)
+        return "byte \(offset) of \(bytes.count) xor 0x\(String(mask, radix: 16))"
+    }
+
+    /// Removes the store, its journal files and its cache folder.
+    static func removeStore(_ store: URL) {
+        for suffix in ["", "-wal", "-shm", "-journal", ".caches"] {
+            try? FileManager.default.removeItem(atPath: store.path + suffix)
+        }
+    }
+}
+
+extension TestModels {
+    /// One model for every in-process open (a model is immutable; building it once saves time).
+    static let goodsModel = TestModels.goods()
+}
