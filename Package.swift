@@ -71,7 +71,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "StrataCrashHarness",
-            dependencies: ["Strata", "StrataTestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Strata", "StrataSQLite", "StrataTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .testTarget(

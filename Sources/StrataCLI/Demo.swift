@@ -5,11 +5,13 @@ import Strata
 /// `strata demo`: the classic Core Data tutorial, end to end on a real store.
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Create a store, insert goods in categories, read them back grouped, print the generation.",
+        commandName: "demo",
+        abstract: "Create a store, insert goods in categories, read them back grouped, leave a section cache.",
         discussion: """
             Example:
               strata demo                       # a fresh temporary folder, printed
               strata demo --path /tmp/goods.sqlite
+              strata cache list /tmp/goods.sqlite   # the cache the demo's list left
             """
     )
 
@@ -53,9 +55,26 @@ struct Demo: ParsableCommand {
                 print("\n\(category.name) (\(goods.count))")
                 for good in goods { print("  #\(good.number)  \(good.name)") }
             }
-            let metadata = try coordinator.metadata()
-            print("\nstore \(metadata.storeUUID.uuidString) generation \(metadata.generation)")
         }
+        try writeCache(coordinator)
+        let metadata = try coordinator.metadata()
+        print("\nstore \(metadata.storeUUID.uuidString) generation \(metadata.generation)")
+    }
+
+    /// Leaves a section cache on the store, as an app's list would: goods by category, then name,
+    /// sectioned by category (`strata cache list` shows it).
+    private func writeCache(_ coordinator: StoreCoordinator) throws {
+        let context = coordinator.newContext(name: "demo-list")
+        let request = FetchRequest(entityName: "Good", sortKeys: [.ascending("category.name"), .ascending("name")])
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context,
+                                                  sectionNameKeyPath: "category.name", cacheName: DemoModel.cacheName)
+        let sections = try context.performAndWait {
+            try controller.performFetch()
+            return controller.sections ?? []
+        }
+        coordinator.waitForCacheWrites()
+        print("\ncache \(DemoModel.cacheName): "
+              + sections.map { "\($0.name) \($0.numberOfObjects)" }.joined(separator: ", "))
     }
 }
 
@@ -83,6 +102,9 @@ final class Good: ManagedObject {
 }
 
 enum DemoModel {
+    /// The section cache the demo leaves on its store.
+    static let cacheName = "goods-by-category"
+
     static let model = try! Model(version: "demo-1", entities: [
         Entity("Category", class: Category.self,
                attributes: [Attribute("name", .string, isOptional: false, isIndexed: true)],

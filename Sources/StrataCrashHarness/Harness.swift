@@ -70,6 +70,8 @@ final class Harness {
             emit("recovered rows=\(rows)")
         case .seedScenario:
             try seedScenario()
+        case .tornCommit:
+            break                   // handled before the stack is opened (tornCommit(_:))
         }
         container.coordinator.close()
     }

@@ -10,7 +10,7 @@
 // or at a random time, then checks the store. Usage:
 //
 //     strata-crash-harness --store PATH [--seed N] [--commits N] [--journal wal|delete]
-//                          [--synchronous full|normal] [--mode run|recover|seed-scenario]
+//                          [--synchronous full|normal] [--mode run|recover|seed-scenario|torn-commit]
 
 import Foundation
 import Logging
@@ -32,6 +32,7 @@ LoggingSystem.bootstrap { label in
 }
 
 do {
+    if options.mode == .tornCommit { try tornCommit(options) }
     try Harness(options).run()
     exit(0)
 } catch {

@@ -6,6 +6,8 @@ import StrataTestSupport
 /// What the suite checks after every kill, in this process (a crash on reopening would end the
 /// test run, so "reopening never crashes" holds when the suite finishes).
 struct Verification {
+    /// Why opening the store with a ``StoreCoordinator`` failed (`nil`: it opened).
+    var reopenFailure: String?
     /// `PRAGMA integrity_check`'s first row ("ok").
     var integrity: String
     /// Acknowledged markers not in the store.
@@ -34,26 +36,28 @@ enum StoreVerifier {
         URL(fileURLWithPath: store.path + ".caches/" + cacheName + ".stratacache")
     }
 
-    /// Integrity through raw SQLite, then the stack: every acked marker present, and the
-    /// controller with the cache name equal to a fresh uncached fetch.
+    /// Reopens the store as an app does (a ``StoreCoordinator``), runs `PRAGMA integrity_check`
+    /// through a raw read-only connection, and checks the stack: every acked marker present, and
+    /// the controller with the cache name equal to a fresh uncached fetch.
+    ///
+    /// When the coordinator can't open the store, that is recorded (``Verification/reopenFailure``),
+    /// the store is opened once read-write with raw SQLite (which rolls a hot journal back, as any
+    /// writer would) and the checks go on, so that one failure does not hide the others.
     static func verify(store: URL, configuration: CrashConfiguration, acked: Set<String>) throws -> Verification {
-        var sqlite = Connection.Configuration()
-        sqlite.journalMode = configuration.journal
-        sqlite.synchronous = configuration.synchronous
-        sqlite.createIfMissing = false
-        let integrity: String
+        var reopenFailure: String?
+        let coordinator: StoreCoordinator
         do {
-            let db = try Connection(path: store.path, configuration: sqlite)
-            defer { db.close() }
-            let value = try db.pragma("integrity_check")
-            if case .text(let text) = value { integrity = text } else { integrity = "\(value)" }
+            coordinator = try StoreCoordinator(model: TestModels.goodsModel, url: store, options: configuration.storeOptions)
+        } catch {
+            reopenFailure = "\(error)"
+            _ = try integrityCheck(store, configuration, readOnly: false)
+            coordinator = try StoreCoordinator(model: TestModels.goodsModel, url: store, options: configuration.storeOptions)
         }
-
-        let coordinator = try StoreCoordinator(model: TestModels.goodsModel, url: store, options: configuration.storeOptions)
         defer {
             coordinator.waitForCacheWrites()
             coordinator.close()
         }
+        let integrity = try integrityCheck(store, configuration, readOnly: true)
         let container = PersistentContainer(coordinator: coordinator)
         let main = container.mainContext
         let cached = FetchedResultsController(fetchRequest: request(), managedObjectContext: main,
@@ -66,11 +70,25 @@ enum StoreVerifier {
             let present = Set(try markers.map { try $0.value(forKey: "name") as? String ?? "" })
             let goods = try main.count(for: FetchRequest(entityName: "Good"))
             let a = cached.snapshot, b = fresh.snapshot
-            return Verification(integrity: integrity, missing: acked.subtracting(present).sorted(),
+            return Verification(reopenFailure: reopenFailure, integrity: integrity, missing: acked.subtracting(present).sorted(),
                                 servedFromCache: cached.servedFromCache, rejection: cached.lastCacheRejection,
                                 matches: a == b, difference: a == b ? nil : describe(cached: a, fresh: b), goods: goods,
                                 cached: a, fresh: b)
         }
+    }
+
+    /// `PRAGMA integrity_check`'s first row, through a raw connection of the store's journal mode.
+    static func integrityCheck(_ store: URL, _ configuration: CrashConfiguration, readOnly: Bool) throws -> String {
+        var sqlite = Connection.Configuration()
+        sqlite.readOnly = readOnly
+        sqlite.createIfMissing = false
+        sqlite.journalMode = configuration.journal
+        sqlite.synchronous = configuration.synchronous
+        let db = try Connection(path: store.path, configuration: sqlite)
+        defer { db.close() }
+        let value = try db.pragma("integrity_check")
+        if case .text(let text) = value { return text }
+        return "\(value)"
     }
 
     /// Sections and counts of both, and the first ID that differs.

@@ -257,7 +257,7 @@ struct KeyLocations {
     /// Prepared for keys in `range`.
     init(expecting range: ClosedRange<Int64>?, count: Int) {
         guard let range else { return }
-        if KeyLocations.isDenseEnough(span: range.upperBound - range.lowerBound, count: count) {
+        if KeyLocations.isDenseEnough(span: KeyLocations.span(range.lowerBound, range.upperBound), count: count) {
             base = range.lowerBound
             dense = Array(repeating: 0, count: Int(range.upperBound - range.lowerBound + 1))
         } else {
@@ -268,6 +268,12 @@ struct KeyLocations {
 
     private static func isDenseEnough(span: Int64, count: Int) -> Bool {
         span >= 0 && span <= 4 * Int64(count) + 65_536
+    }
+
+    /// `high - low`, or -1 when it overflows (then never dense).
+    private static func span(_ low: Int64, _ high: Int64) -> Int64 {
+        let (span, overflow) = high.subtractingReportingOverflow(low)
+        return overflow ? -1 : span
     }
 
     subscript(key: Int64) -> Int32? {
@@ -309,7 +315,7 @@ struct KeyLocations {
             return
         }
         let low = min(base, key), high = max(base + Int64(dense.count) - 1, key)
-        if KeyLocations.isDenseEnough(span: high - low, count: count + 1) {
+        if KeyLocations.isDenseEnough(span: KeyLocations.span(low, high), count: count + 1) {
             if low < base {
                 dense.insert(contentsOf: repeatElement(0, count: Int(base - low)), at: 0)
                 base = low

@@ -52,19 +52,26 @@ extension StoreInspector {
     /// The state of cache `name`.
     public func cacheReport(named name: String, directory: URL? = nil) throws(InspectionError) -> CacheReport {
         let caches = caches(directory: directory)
-        let metadata = try metadata()
         let path: String
         do {
             path = try caches.url(forCacheNamed: name).path
         } catch {
             throw .cache(error)
         }
-        let data: Data
+        // The cache first: an unknown name is reported without opening the store.
+        let read: Result<Data, SectionCacheRejection>
         do {
-            data = try caches.read(named: name)
+            read = .success(try caches.read(named: name))
         } catch .missing {
             throw .unknownCache(name: name)
         } catch {
+            read = .failure(error)
+        }
+        let metadata = try metadata()
+        let data: Data
+        switch read {
+        case .success(let bytes): data = bytes
+        case .failure(let error):
             return CacheReport(name: name, path: path, bytes: fileSize(path), status: .corrupt, reason: error.rawValue,
                                storeGeneration: metadata.generation)
         }
@@ -99,6 +106,7 @@ extension StoreInspector {
 
     /// Every cache of the store, by name.
     public func cacheReports(directory: URL? = nil) throws(InspectionError) -> [CacheReport] {
+        _ = try metadata()                    // a Strata store, or an error: never list beside any file
         let names: [String]
         do {
             names = try caches(directory: directory).cacheNames()
@@ -137,7 +145,14 @@ extension StoreInspector {
             return CacheVerification(name: name, report: report, matches: false, differences: differences)
         }
         if report.status != .valid { differences.append("the file is \(report.status.rawValue): \(report.reason ?? "?")") }
-        let fresh = try compute(file.request)
+        let fresh: SectionCacheFile
+        do {
+            fresh = try compute(file.request)
+        } catch .sqlite(let message) {
+            // The stored request can't run against the store's model: this cache is invalid, the rest go on.
+            differences.append("the cached request can't run against the store: \(message)")
+            return CacheVerification(name: name, report: report, matches: false, differences: differences)
+        }
         if file.sections.count != fresh.sections.count {
             differences.append("\(file.sections.count) sections in the cache, \(fresh.sections.count) in the store")
         }
@@ -160,6 +175,7 @@ extension StoreInspector {
     /// Removes the selected caches (nothing with `dryRun`); returns their names. Each removal is
     /// one `unlink`: safe while an app has the store open (it rebuilds at its next fetch).
     public func purgeCaches(_ selection: CachePurgeSelection, directory: URL? = nil, dryRun: Bool = false) throws(InspectionError) -> [String] {
+        _ = try metadata()                    // a Strata store, or an error: never purge beside any file
         let caches = caches(directory: directory)
         let names: [String]
         switch selection {

@@ -12,6 +12,9 @@ public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible
     /// Another connection holds a lock the read needs (busy past the timeout).
     case locked(path: String)
     case unknownCache(name: String)
+    /// A crash left a journal that a read-only connection may not roll back (recovered
+    /// automatically by the inspector's reads; seen only if that recovery failed).
+    case hotJournal(path: String)
     case cache(SectionCacheError)
     case sqlite(String)
 
@@ -25,6 +28,7 @@ public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible
         case let .unsupportedFormat(path, found, supported): "store \(path) has format version \(found); this Strata reads up to \(supported)"
         case .locked(let path): "store \(path) is locked by another connection; try again when it is idle"
         case .unknownCache(let name): "no cache named \(name.debugDescription)"
+        case .hotJournal(let path): "store \(path) has a journal left by a crash that could not be rolled back"
         case .cache(let error): error.description
         case .sqlite(let message): message
         }
@@ -76,8 +80,19 @@ public struct StoreInspector: Sendable {
         self.url = url
     }
 
-    /// Runs `body` in one read transaction on a new read-only connection.
+    /// Runs `body` in one read transaction on a new read-only connection. A hot journal left by
+    /// a crash is first rolled back, as any SQLite writer opening the file would (that restores
+    /// the last commit and changes nothing else).
     func read<T>(_ body: (Connection) throws -> T) throws(InspectionError) -> T {
+        do {
+            return try readOnce(body)
+        } catch .hotJournal {
+            do { try StoreCoordinator.recoverHotJournal(path: url.path) } catch { throw .sqlite("\(error)") }
+            return try readOnce(body)
+        }
+    }
+
+    private func readOnce<T>(_ body: (Connection) throws -> T) throws(InspectionError) -> T {
         let path = url.path
         do {
             var configuration = Connection.Configuration()
@@ -95,6 +110,7 @@ public struct StoreInspector: Sendable {
         } catch let error as SQLiteError {
             if .SQLITE_NOTADB ~= error.code { throw .notADatabase(path: path) }
             if .SQLITE_BUSY ~= error.code || .SQLITE_LOCKED ~= error.code { throw .locked(path: path) }
+            if .SQLITE_READONLY ~= error.code { throw .hotJournal(path: path) }
             if .SQLITE_CANTOPEN ~= error.code { throw .unreadable(path: path, reason: error.description) }
             throw .sqlite(error.description)
         } catch let error as StoreError {
@@ -130,6 +146,11 @@ public struct StoreInspector: Sendable {
     /// What `strata store info` prints.
     public func info() throws(InspectionError) -> StoreInfo {
         let path = url.path
+        func size(_ file: String) -> Int64? {
+            (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value
+        }
+        // Sizes first: a read-only open of a WAL store nobody has open creates its -wal and -shm.
+        let files = StoreInfo.Files(database: size(path) ?? 0, wal: size(path + "-wal"), shm: size(path + "-shm"))
         let (metadata, journal, rows): (StoreMetadata, String, [String: Int64]) = try read { db in
             let metadata = try StoreCoordinator.readMetadata(db)
             var journal = "unknown"
@@ -140,8 +161,8 @@ public struct StoreInspector: Sendable {
             }
             return (metadata, journal, rows)
         }
-        func size(_ file: String) -> Int64? {
-            (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value
+        guard metadata.formatVersion <= StoreCoordinator.formatVersion else {
+            throw .unsupportedFormat(path: path, found: metadata.formatVersion, supported: StoreCoordinator.formatVersion)
         }
         return StoreInfo(
             path: path, storeUUID: metadata.storeUUID.uuidString, formatVersion: metadata.formatVersion,
@@ -150,7 +171,7 @@ public struct StoreInspector: Sendable {
             entities: metadata.entityGenerations.keys.sorted().map {
                 StoreInfo.EntityInfo(name: $0, generation: metadata.entityGenerations[$0] ?? 0, rows: rows[$0] ?? 0)
             },
-            files: StoreInfo.Files(database: size(path) ?? 0, wal: size(path + "-wal"), shm: size(path + "-shm")))
+            files: files)
     }
 
     /// The store's caches (default folder unless `directory`).

@@ -254,8 +254,12 @@ public struct SectionCacheFile: Sendable, Equatable {
         }
         guard let sectionCount = reader.u32(), let objectCount = reader.u64(), let bodyLength = reader.u32(),
               let compressedLength = reader.u32(), reader.position == 16 + headerLength,
-              reader.position + Int(compressedLength) + 4 == bytes.count,
-              objectCount <= UInt64(Int32.max), bodyLength <= 1 << 31 else { throw .badHeader }
+              reader.position + Int(compressedLength) + 4 == bytes.count else { throw .badHeader }
+        // Sizes that bound every allocation decoding makes: each key takes at least one body byte,
+        // each section at least one key and ten body bytes, and zlib inflates at most 1032:1.
+        guard objectCount <= UInt64(bodyLength), UInt64(sectionCount) <= objectCount,
+              UInt64(sectionCount) * 10 <= UInt64(bodyLength),
+              UInt64(bodyLength) <= UInt64(compressedLength) * 1032 + 64 else { throw .badHeader }
         guard let request = try? JSONDecoder().decode(CanonicalRequest.self, from: Data(requestJSON.utf8)) else { throw .badHeader }
         let uuid = uuidBytes.withUnsafeBufferPointer { buffer in
             UUID(uuid: (buffer[0], buffer[1], buffer[2], buffer[3], buffer[4], buffer[5], buffer[6], buffer[7],
@@ -299,6 +303,7 @@ public struct SectionCacheFile: Sendable, Equatable {
             guard let zigzag = reader.varint() else { throw .badBody }
             let delta = Int64(bitPattern: zigzag >> 1) ^ -Int64(bitPattern: zigzag & 1)
             previous = previous &+ delta
+            guard previous >= 1 else { throw .badBody }           // primary keys start at 1
             keys.append(previous)
         }
         guard reader.position == body.count else { throw .badBody }
@@ -426,12 +431,14 @@ enum Zlib {
         var length = uLong(expectedLength)
         var output = [UInt8](repeating: 0, count: max(expectedLength, 1))
         let input = Array(bytes)
+        var consumed = uLong(input.count)
         let status = output.withUnsafeMutableBufferPointer { out in
             input.withUnsafeBufferPointer { source in
-                uncompress(out.baseAddress, &length, source.baseAddress, uLong(input.count))
+                uncompress2(out.baseAddress, &length, source.baseAddress, &consumed)
             }
         }
-        guard status == Z_OK, Int(length) == expectedLength else { return nil }
+        // The stream must fill the body exactly and be the whole compressed part (no trailing bytes).
+        guard status == Z_OK, Int(length) == expectedLength, Int(consumed) == input.count else { return nil }
         return Array(output.prefix(expectedLength))
     }
 

@@ -67,6 +67,10 @@ public struct SectionCacheStore: Sendable {
                 encoded += String(format: "%%%02X", byte)
             }
         }
+        // 255 bytes is the usual file name limit; the temporary name adds `.tmp-XXXXXXXX-`.
+        guard encoded.utf8.count + fileExtension.utf8.count + 1 + 14 <= 255 else {
+            throw .invalidName(name, reason: "too long once encoded for a file name (\(encoded.utf8.count) bytes; bytes other than letters, digits, - and _ take 3)")
+        }
         return encoded + "." + fileExtension
     }
 
@@ -86,7 +90,9 @@ public struct SectionCacheStore: Sendable {
                 i += 1
             }
         }
-        return String(validating: bytes, as: UTF8.self)
+        // Only the spelling Strata writes: a name whose encoding is this very file name.
+        guard let name = String(validating: bytes, as: UTF8.self), (try? fileName(forCacheNamed: name)) == file else { return nil }
+        return name
     }
 
     public func url(forCacheNamed name: String) throws(SectionCacheError) -> URL {
@@ -95,15 +101,17 @@ public struct SectionCacheStore: Sendable {
 
     // MARK: The folder
 
-    /// The folder's path, checked: not a symlink, a folder; created when `create` (with the
-    /// store folder's permissions).
+    /// The folder's path, checked: not a symlink, a folder; created when `create`, with the
+    /// permissions of the folder that holds the store.
     func checkedDirectory(create: Bool) throws(SectionCacheError) -> String? {
         let path = directory.path
         var info = stat()
         if lstat(path, &info) != 0 {
             guard errno == ENOENT else { throw .io(CacheFileError(operation: "lstat", path: path, code: errno)) }
             guard create else { return nil }
-            if mkdir(path, 0o755) != 0, errno != EEXIST { throw .io(CacheFileError(operation: "mkdir", path: path, code: errno)) }
+            var parent = stat()
+            let mode: mode_t = stat(storeURL.deletingLastPathComponent().path, &parent) == 0 ? parent.st_mode & 0o777 : 0o755
+            if mkdir(path, mode) != 0, errno != EEXIST { throw .io(CacheFileError(operation: "mkdir", path: path, code: errno)) }
             return path
         }
         if (info.st_mode & S_IFMT) == S_IFLNK { throw .directoryIsSymlink(path: path) }
@@ -123,6 +131,14 @@ public struct SectionCacheStore: Sendable {
     /// The bytes of cache `name`; `.missing`, `.notAFile` or `.unreadable` when there are none to read.
     public func read(named name: String) throws(SectionCacheRejection) -> Data {
         guard let url = try? url(forCacheNamed: name) else { throw .missing }
+        // The same folder checks as writing: a symlinked folder is not followed.
+        do {
+            guard try checkedDirectory(create: false) != nil else { throw SectionCacheRejection.missing }
+        } catch let rejection as SectionCacheRejection {
+            throw rejection
+        } catch {
+            throw .unreadable
+        }
         var info = stat()
         guard lstat(url.path, &info) == 0 else { throw errno == ENOENT ? .missing : .unreadable }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notAFile }
@@ -136,8 +152,10 @@ public struct SectionCacheStore: Sendable {
     // MARK: Writing
 
     /// Writes `file` as cache `name` atomically: temporary file, fsync, rename, fsync of the
-    /// folder. On failure the temporary file is removed and the previous cache (if any) is left
-    /// as it was.
+    /// folder. When a step before the rename fails, the temporary file is removed and the
+    /// previous cache (if any) is left as it was; when the folder's fsync fails, the new file is
+    /// already in place, complete, and the error is still thrown (its rename may not survive a
+    /// power loss).
     public func write(_ file: SectionCacheFile, named name: String) throws(SectionCacheError) {
         let data = file.encoded()
         KillPoint.hit("cache.encoded")

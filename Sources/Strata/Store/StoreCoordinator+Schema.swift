@@ -12,6 +12,35 @@ extension StoreCoordinator {
     static func probe(path: String, model: Model) throws -> ExistingStore? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
               let size = attributes[.size] as? Int, size > 0 else { return nil }
+        do {
+            return try probeReadOnly(path: path, model: model)
+        } catch StoreError.sqlite(let error) where .SQLITE_READONLY ~= error.code {
+            // A crash mid-commit left a hot rollback journal (or an unrecovered WAL) that a
+            // read-only connection may not roll back. Let SQLite recover it as any opening
+            // writer would — that restores the last commit and writes nothing else — then probe.
+            try recoverHotJournal(path: path)
+            return try probeReadOnly(path: path, model: model)
+        }
+    }
+
+    /// Opens `path` read-write (never creating it) and reads once, so that SQLite rolls back a
+    /// hot journal left by a crash.
+    static func recoverHotJournal(path: String) throws {
+        var configuration = Connection.Configuration()
+        configuration.createIfMissing = false
+        // Keep the store's journal mode: a hot rollback journal means a rollback-journal store.
+        configuration.journalMode = FileManager.default.fileExists(atPath: path + "-journal") ? .delete : .wal
+        do {
+            let db = try Connection(path: path, configuration: configuration)
+            defer { db.close() }
+            try db.prepare("SELECT count(*) FROM sqlite_master").forEachRow { _ in }
+        } catch let error as SQLiteError {
+            if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path) }
+            throw StoreError.sqlite(error)
+        }
+    }
+
+    private static func probeReadOnly(path: String, model: Model) throws -> ExistingStore? {
         var configuration = Connection.Configuration()
         configuration.readOnly = true
         do {

@@ -116,8 +116,8 @@ import StrataTestSupport
         let file = try SectionCacheFile.decode(try container.coordinator.sectionCaches!.read(named: "goods"))
         #expect(file.keys.count == 5)
         // The writer's commit refreshes it from the store: six.
-        try main.performAndWait { try main.save() }
-        try container.writerContext.performAndWait { try container.writerContext.save() }
+        _ = try main.performAndWait { try main.save() }
+        _ = try container.writerContext.performAndWait { try container.writerContext.save() }
         container.coordinator.waitForCacheWrites()
         let refreshed = try SectionCacheFile.decode(try container.coordinator.sectionCaches!.read(named: "goods"))
         #expect(refreshed.keys.count == 6)

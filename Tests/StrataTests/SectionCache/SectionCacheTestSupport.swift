@@ -118,7 +118,7 @@ final class CacheFixture {
         let update = container.newUpdateContext()
         try update.performAndWait {
             var categories: [ManagedObject] = []
-            for name in categoryNames.shuffled(using: &random) {
+            for name in random.sample(categoryNames, categoryNames.count) {
                 let category = try update.insert("Category")
                 try category.setValue(name, forKey: "name")
                 categories.append(category)
@@ -229,23 +229,29 @@ enum CacheBytes {
     }
 }
 
-/// The rejection `body` throws, or `nil` when it returns.
-func rejection<T>(_ body: () throws(SectionCacheRejection) -> T) -> SectionCacheRejection? {
+/// The rejection `body` throws, or `nil` when it returns (any other error is an issue).
+func rejection<T>(_ body: () throws -> T, sourceLocation: SourceLocation = #_sourceLocation) -> SectionCacheRejection? {
     do {
         _ = try body()
         return nil
-    } catch {
+    } catch let error as SectionCacheRejection {
         return error
+    } catch {
+        Issue.record("not a SectionCacheRejection: \(error)", sourceLocation: sourceLocation)
+        return nil
     }
 }
 
-/// The `SectionCacheError` `body` throws, or `nil` when it returns.
-func cacheError<T>(_ body: () throws(SectionCacheError) -> T) -> SectionCacheError? {
+/// The `SectionCacheError` `body` throws, or `nil` when it returns (any other error is an issue).
+func cacheError<T>(_ body: () throws -> T, sourceLocation: SourceLocation = #_sourceLocation) -> SectionCacheError? {
     do {
         _ = try body()
         return nil
-    } catch {
+    } catch let error as SectionCacheError {
         return error
+    } catch {
+        Issue.record("not a SectionCacheError: \(error)", sourceLocation: sourceLocation)
+        return nil
     }
 }
 

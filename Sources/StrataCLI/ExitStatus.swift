@@ -1,0 +1,80 @@
+import ArgumentParser
+import Foundation
+import Strata
+
+/// The exit statuses of `strata` (the values of BSD's `sysexits.h`). The "Command-line tool"
+/// article documents them; every error reaches one of them through ``ExitStatus/init(for:)``.
+enum ExitStatus: Int32 {
+    /// Success (for `verify`: every cache checked matches the store).
+    case ok = 0
+    /// `strata cache verify` found a cache that is stale, corrupt, or differs from the store.
+    case invalidCache = 1
+    /// EX_USAGE: a bad command line (unknown option, missing argument, contradictory flags,
+    /// nothing selected, an impossible cache name).
+    case usage = 64
+    /// EX_DATAERR: the input is there but is not what it must be (not SQLite, not a Strata store,
+    /// a newer format, a store SQLite can't read).
+    case dataError = 65
+    /// EX_NOINPUT: no such file, a directory instead of a store file, an unknown cache name, a
+    /// cache folder that is missing or not a folder.
+    case noInput = 66
+    /// EX_SOFTWARE: an error nobody expected (a bug; please report it).
+    case software = 70
+    /// EX_IOERR: a file that can't be read, a journal a crash left that can't be rolled back, or
+    /// a cache that can't be removed.
+    case ioError = 74
+    /// EX_TEMPFAIL: the store is locked by another connection; try again later.
+    case temporaryFailure = 75
+}
+
+/// A failure a command reports itself: one line on standard error and an exit status.
+struct CommandFailure: Error, CustomStringConvertible {
+    var status: ExitStatus
+    var message: String
+
+    init(_ status: ExitStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    var description: String { message }
+}
+
+extension ExitStatus {
+    /// The one mapping from errors to exit statuses.
+    init(for error: any Error) {
+        switch error {
+        case let failure as CommandFailure:
+            self = failure.status
+        case let error as InspectionError:
+            switch error {
+            case .noSuchFile, .isADirectory, .unknownCache: self = .noInput
+            case .unreadable, .hotJournal: self = .ioError
+            case .notADatabase, .notAStrataStore, .unsupportedFormat, .sqlite: self = .dataError
+            case .locked: self = .temporaryFailure
+            case .cache(let cacheError): self = ExitStatus(for: cacheError)
+            }
+        case let error as SectionCacheError:
+            switch error {
+            case .invalidName: self = .usage
+            case .noSuchCache, .notADirectory, .directoryIsSymlink: self = .noInput
+            case .io: self = .ioError
+            }
+        case let error as StoreError:
+            switch error {
+            case .notADatabase, .notAStrataStore, .unsupportedFormat, .modelMismatch: self = .dataError
+            case .uriOfAnotherStore, .malformedURI: self = .usage
+            case .sqlite: self = .ioError
+            }
+        default:
+            self = .software
+        }
+    }
+}
+
+/// Prints `line` (made one line) to standard error.
+func printError(_ line: String) {
+    let single = line.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        .filter { !$0.isEmpty }.joined(separator: " ")
+    FileHandle.standardError.write(Data((single + "\n").utf8))
+}

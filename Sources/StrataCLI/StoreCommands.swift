@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import Strata
+
+/// `strata store`: the store file itself.
+struct StoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "store",
+        abstract: "Look at a store file without opening it for writing.",
+        discussion: """
+            Example:
+              strata store info /tmp/goods.sqlite
+            """,
+        subcommands: [StoreInfoCommand.self]
+    )
+}
+
+/// The STORE argument every command takes.
+struct StoreArgument: ParsableArguments {
+    @Argument(help: ArgumentHelp("The store file (the SQLite file a StoreCoordinator opened).", valueName: "store"))
+    var store: String
+
+    /// The library's inspector for STORE (checks that it is a readable file; opens nothing).
+    func inspector() throws -> StoreInspector {
+        try StoreInspector(url: URL(fileURLWithPath: store))
+    }
+}
+
+/// `strata store info STORE [--json]`: ``StoreInspector/info()``.
+struct StoreInfoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "info",
+        abstract: "Show a store's identity, generations, model, journal mode and file sizes.",
+        discussion: """
+            Reads the store in one read-only transaction (StoreInspector.info()): path, store UUID, \
+            format version, generation and nonce, every entity's generation and row count, the \
+            model's version and hash, the journal mode, and the sizes of the database, -wal and \
+            -shm files.
+
+            Example:
+              strata store info /tmp/goods.sqlite
+              strata store info /tmp/goods.sqlite --json | jq .generation
+            """
+    )
+
+    @OptionGroup var location: StoreArgument
+    @Flag(help: "Print JSON (StoreInfo, sorted keys) instead of text.")
+    var json = false
+
+    func run() throws {
+        let inspector = try location.inspector()
+        _ = try inspector.metadata()   // rejects a format this Strata can't read; info() alone does not
+        let info = try inspector.info()
+        if json { return try printJSON(info) }
+        var fields = Table([("", .left), ("", .left)])
+        fields.append(["path", info.path])
+        fields.append(["store UUID", info.storeUUID])
+        fields.append(["format", "\(info.formatVersion)"])
+        fields.append(["generation", "\(info.generation)"])
+        fields.append(["nonce", info.nonce])
+        fields.append(["model", "\(info.modelVersion), hash \(info.modelHash)"])
+        fields.append(["journal mode", info.journalMode])
+        fields.append(["files", "database \(Format.bytes(info.files.database)), "
+                       + "-wal \(info.files.wal.map(Format.bytes) ?? "none"), -shm \(info.files.shm.map(Format.bytes) ?? "none")"])
+        fields.print(header: false)
+        print("")
+        var entities = Table([("ENTITY", .left), ("GENERATION", .right), ("ROWS", .right)])
+        for entity in info.entities { entities.append([entity.name, "\(entity.generation)", "\(entity.rows)"]) }
+        entities.print()
+    }
+}
