@@ -95,13 +95,11 @@ extension FetchedResultsController {
         let range = file.keys.isEmpty ? nil : file.keys.min()!...file.keys.max()!
         var locations = KeyLocations(expecting: range, count: file.keys.count)
         var rows = FetchedRows()
-        let order = sectionOrder
         var offset = 0
         for section in file.sections {
-            for key in file.keys[offset..<(offset + section.count)] {
-                rows.append(key: key, stamp: 0, sectionValue: section.value, locations: &locations, order: order,
-                            makeSection: makeSection)
-            }
+            let (name, title) = makeSection(section.value)
+            rows.appendSection(value: section.value, name: name, indexTitle: title,
+                               keys: file.keys[offset..<(offset + section.count)], locations: &locations)
             offset += section.count
         }
         self.rows = rows

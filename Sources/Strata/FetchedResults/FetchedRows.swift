@@ -68,6 +68,24 @@ struct FetchedRows: Sendable {
         count += 1
     }
 
+    /// Appends a whole section after the last one, its keys in order, chunk by chunk (stamps
+    /// unknown: 0). For installing a cache file.
+    mutating func appendSection(value: SQLiteValue, name: String, indexTitle: String?, keys: ArraySlice<Int64>,
+                                locations: inout KeyLocations) {
+        var section = Section(value: value, name: name, indexTitle: indexTitle, chunks: [], count: keys.count)
+        section.chunks.reserveCapacity(keys.count / FetchedRows.chunkCapacity + 1)
+        var start = keys.startIndex
+        while start < keys.endIndex {
+            let end = min(start + FetchedRows.chunkCapacity, keys.endIndex)
+            let chunk = newChunk(Chunk(keys: Array(keys[start..<end]), stamps: Array(repeating: 0, count: end - start), sectionValue: value))
+            for key in keys[start..<end] { locations[key] = chunk }
+            section.chunks.append(chunk)
+            start = end
+        }
+        sections.append(section)
+        count += keys.count
+    }
+
     private mutating func newChunk(_ chunk: Chunk) -> Int32 {
         var chunk = chunk
         chunk.keys.reserveCapacity(FetchedRows.chunkCapacity)

@@ -219,6 +219,22 @@ public struct SectionCacheFile: Sendable, Equatable {
 
     // MARK: Decoding
 
+    /// Whether no key appears twice: a bitmap over the keys' range when it is small enough
+    /// (a million dense keys: 125 KB, no hashing), a set otherwise.
+    static func areUnique(_ keys: [Int64]) -> Bool {
+        guard let low = keys.min(), let high = keys.max() else { return true }
+        let (span, overflow) = high.subtractingReportingOverflow(low)
+        guard !overflow, span < Int64(max(keys.count, 1)) * 64 + 65_536 else { return Set(keys).count == keys.count }
+        var bits = [UInt64](repeating: 0, count: Int(span / 64) + 1)
+        for key in keys {
+            let offset = Int(key - low)
+            let mask: UInt64 = 1 << UInt64(offset & 63)
+            if bits[offset >> 6] & mask != 0 { return false }
+            bits[offset >> 6] |= mask
+        }
+        return true
+    }
+
     /// The header alone, checked (magic, version, CRC over the whole file, field structure):
     /// what validation against a store needs before inflating anything.
     public struct Header: Sendable, Equatable {
@@ -232,16 +248,19 @@ public struct SectionCacheFile: Sendable, Equatable {
 
     /// Reads and checks the header and the CRC.
     public static func header(of data: Data) throws(SectionCacheRejection) -> Header {
-        let bytes = [UInt8](data)
-        guard bytes.count >= 20 else { throw bytes.count >= 8 && Array(bytes[0..<8]) != magic ? .badMagic : .truncated }
-        guard Array(bytes[0..<8]) == magic else { throw .badMagic }
-        var reader = ByteReader(bytes: bytes, position: 8)
-        guard let version = reader.u16(), version == formatVersion else { throw .unsupportedVersion }
-        guard reader.u16() == 0, let headerLength = reader.u32().map(Int.init) else { throw .badHeader }
-        var trailer = ByteReader(bytes: bytes, position: bytes.count - 4)
-        let stored = trailer.u32()
-        guard 16 + headerLength + 4 <= bytes.count else { throw .truncated }
-        guard let stored, stored == Zlib.crc32(bytes[..<(bytes.count - 4)]) else { throw .checksumMismatch }
+        let size = data.count
+        let prefix = [UInt8](data.prefix(16))
+        guard size >= 20 else { throw size >= 8 && Array(prefix[0..<8]) != magic ? .badMagic : .truncated }
+        guard Array(prefix[0..<8]) == magic else { throw .badMagic }
+        var lead = ByteReader(bytes: prefix, position: 8)
+        guard let version = lead.u16(), version == formatVersion else { throw .unsupportedVersion }
+        guard lead.u16() == 0, let headerLength = lead.u32().map(Int.init) else { throw .badHeader }
+        guard 16 + headerLength + 4 <= size else { throw .truncated }
+        var trailer = ByteReader(bytes: [UInt8](data.suffix(4)), position: 0)
+        guard let stored = trailer.u32(), stored == Zlib.crc32(data.prefix(size - 4)) else { throw .checksumMismatch }
+        // Only the header is copied out of the file; the body is inflated from it in place.
+        let bytes = [UInt8](data.prefix(16 + headerLength))
+        var reader = ByteReader(bytes: bytes, position: 16)
         guard let uuidBytes = reader.take(16),
               let generation = reader.i64(), let nonce = reader.bytes8(),
               let modelHash = reader.string16(), let requestJSON = reader.string32(),
@@ -254,7 +273,7 @@ public struct SectionCacheFile: Sendable, Equatable {
         }
         guard let sectionCount = reader.u32(), let objectCount = reader.u64(), let bodyLength = reader.u32(),
               let compressedLength = reader.u32(), reader.position == 16 + headerLength,
-              reader.position + Int(compressedLength) + 4 == bytes.count else { throw .badHeader }
+              reader.position + Int(compressedLength) + 4 == size else { throw .badHeader }
         // Sizes that bound every allocation decoding makes: each key takes at least one body byte,
         // each section at least one key and ten body bytes, and zlib inflates at most 1032:1.
         guard objectCount <= UInt64(bodyLength), UInt64(sectionCount) <= objectCount,
@@ -278,8 +297,9 @@ public struct SectionCacheFile: Sendable, Equatable {
     }
 
     static func decodeBody(_ data: Data, _ header: Header) throws(SectionCacheRejection) -> SectionCacheFile {
-        let bytes = [UInt8](data)
-        guard let body = Zlib.inflate(bytes[header.compressedRange], expectedLength: header.bodyLength) else { throw .inflateFailed }
+        let start = data.startIndex
+        let compressed = data[(start + header.compressedRange.lowerBound)..<(start + header.compressedRange.upperBound)]
+        guard let body = Zlib.inflate(compressed, expectedLength: header.bodyLength) else { throw .inflateFailed }
         var reader = ByteReader(bytes: body, position: 0)
         var sections: [SectionCacheSection] = []
         sections.reserveCapacity(header.sectionCount)
@@ -307,7 +327,7 @@ public struct SectionCacheFile: Sendable, Equatable {
             keys.append(previous)
         }
         guard reader.position == body.count else { throw .badBody }
-        guard Set(keys).count == keys.count else { throw .duplicateIDs }
+        guard SectionCacheFile.areUnique(keys) else { throw .duplicateIDs }
         return SectionCacheFile(stamp: header.stamp, request: header.request, sections: sections, keys: keys)
     }
 }
@@ -426,15 +446,14 @@ enum Zlib {
     }
 
     /// The inflated bytes, or `nil` unless the stream is sound and inflates to exactly `expectedLength`.
-    static func inflate(_ bytes: ArraySlice<UInt8>, expectedLength: Int) -> [UInt8]? {
+    static func inflate<Bytes: DataProtocol & ContiguousBytes>(_ input: Bytes, expectedLength: Int) -> [UInt8]? {
         guard expectedLength >= 0 else { return nil }
         var length = uLong(expectedLength)
         var output = [UInt8](repeating: 0, count: max(expectedLength, 1))
-        let input = Array(bytes)
         var consumed = uLong(input.count)
         let status = output.withUnsafeMutableBufferPointer { out in
-            input.withUnsafeBufferPointer { source in
-                uncompress2(out.baseAddress, &length, source.baseAddress, &consumed)
+            input.withUnsafeBytes { source in
+                uncompress2(out.baseAddress, &length, source.bindMemory(to: UInt8.self).baseAddress, &consumed)
             }
         }
         // The stream must fill the body exactly and be the whole compressed part (no trailing bytes).
@@ -442,8 +461,7 @@ enum Zlib {
         return Array(output.prefix(expectedLength))
     }
 
-    static func crc32<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
-        let array = Array(bytes)
-        return array.withUnsafeBufferPointer { UInt32(CZlib.crc32(0, $0.baseAddress, uInt(array.count))) }
+    static func crc32<Bytes: ContiguousBytes>(_ bytes: Bytes) -> UInt32 {
+        bytes.withUnsafeBytes { UInt32(CZlib.crc32(0, $0.bindMemory(to: UInt8.self).baseAddress, uInt($0.count))) }
     }
 }
