@@ -52,13 +52,23 @@ public final class StoreCoordinator: @unchecked Sendable {
         self.url = url
         sectionCaches = SectionCacheStore(storeURL: url, directory: options.sectionCacheDirectory)
         let path = url.path
-        let existing = try StoreCoordinator.probe(path: path, model: model)
         var configuration = Connection.Configuration()
         configuration.synchronous = options.synchronous
         configuration.journalMode = options.journalMode
         configuration.busyTimeout = options.busyTimeout
         configuration.cacheSizeKiB = options.cacheSizeKiB
         configuration.publicStatementArguments = options.publicStatementArguments
+        let existing: ExistingStore?
+        do {
+            existing = try StoreCoordinator.probe(path: path, model: model)
+        } catch StoreError.modelMismatch(let storePath, let storeVersion, let storeHash, let modelVersion, let modelHash) {
+            guard case .lightweight = options.migration else {
+                throw StoreError.modelMismatch(path: storePath, storeVersion: storeVersion, storeHash: storeHash,
+                                               modelVersion: modelVersion, modelHash: modelHash)
+            }
+            try StoreCoordinator.migrateIfNeeded(path: path, model: model, mode: options.migration, configuration: configuration)
+            existing = try StoreCoordinator.probe(path: path, model: model)
+        }
         do {
             connection = try Connection(path: path, configuration: configuration)
             try StringMatching.register(on: connection)

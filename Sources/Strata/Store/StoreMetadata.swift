@@ -40,6 +40,8 @@ public struct StoreOptions: Sendable {
     public var cacheSizeKiB: Int? = nil
     /// SQLite's journal mode (default WAL; `.delete` is the rollback journal).
     public var journalMode: StrataSQLiteJournalMode = .wal
+    /// Whether a store made by another model version may be migrated when opened (default: refuse).
+    public var migration: MigrationMode = .none
     /// Where section caches live; `nil`: beside the store, in `<store file name>.caches`.
     public var sectionCacheDirectory: URL? = nil
     /// Let SQL errors print statement arguments (off: arguments are user data).

@@ -1,0 +1,257 @@
+internal import Foundation
+internal import StrataSQLite
+
+/// A model change that lightweight migration can't infer. Found before anything is written.
+public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// An attribute kept (same name or renaming identifier) whose type changed.
+    case typeChange(entity: String, attribute: String, from: AttributeType, to: AttributeType)
+    /// A new or formerly optional attribute that is required and has no default to fill existing rows with.
+    case requiredWithoutDefault(entity: String, attribute: String)
+    /// A relationship kept whose kind (to-one, to-many) or destination changed.
+    case relationshipChange(entity: String, relationship: String)
+    /// A renaming identifier that names nothing in the source model.
+    case unknownRenamingIdentifier(entity: String, property: String?, identifier: String)
+    /// The store holds a model version that the given versions don't list.
+    case unknownStoreVersion(storeVersion: String, storeHash: String)
+
+    public var description: String {
+        switch self {
+        case let .typeChange(entity, attribute, from, to):
+            "\(entity).\(attribute) changes type from \(from) to \(to): lightweight migration can't infer that; use a mapping migration"
+        case let .requiredWithoutDefault(entity, attribute):
+            "\(entity).\(attribute) is required and has no default value for the existing rows; give it a default or make it optional"
+        case let .relationshipChange(entity, relationship):
+            "\(entity).\(relationship) changes its kind or destination: lightweight migration can't infer that"
+        case let .unknownRenamingIdentifier(entity, property, identifier):
+            "\(entity)\(property.map { ".\($0)" } ?? "") has renaming identifier \(identifier.debugDescription), which names nothing in the store's model"
+        case let .unknownStoreVersion(version, hash):
+            "the store holds model version \(version) (hash \(hash.prefix(12))…), which is not among the model versions given"
+        }
+    }
+}
+
+/// One step of a migration, as a dry run lists it.
+public enum MigrationStep: Sendable, Equatable, CustomStringConvertible {
+    case addEntity(String)
+    case removeEntity(String)
+    case renameEntity(from: String, to: String)
+    case addAttribute(entity: String, attribute: String, filledWith: AttributeValue?)
+    case removeAttribute(entity: String, attribute: String)
+    case renameAttribute(entity: String, from: String, to: String)
+    /// An optional attribute becomes required: existing `nil`s get the default.
+    case fillDefault(entity: String, attribute: String, value: AttributeValue)
+    case addRelationship(entity: String, relationship: String)
+    case removeRelationship(entity: String, relationship: String)
+    case renameRelationship(entity: String, from: String, to: String)
+    case copyRows(entity: String, from: String)
+
+    public var description: String {
+        switch self {
+        case .addEntity(let e): "add entity \(e)"
+        case .removeEntity(let e): "remove entity \(e) and its rows"
+        case let .renameEntity(from, to): "rename entity \(from) to \(to), rows kept"
+        case let .addAttribute(e, a, value): "add \(e).\(a)" + (value.map { ", existing rows get \($0)" } ?? ", existing rows get nil")
+        case let .removeAttribute(e, a): "remove \(e).\(a) and its values"
+        case let .renameAttribute(e, from, to): "rename \(e).\(from) to \(to), values kept"
+        case let .fillDefault(e, a, value): "\(e).\(a) becomes required: nil values become \(value)"
+        case let .addRelationship(e, r): "add relationship \(e).\(r) (empty)"
+        case let .removeRelationship(e, r): "remove relationship \(e).\(r)"
+        case let .renameRelationship(e, from, to): "rename relationship \(e).\(from) to \(to)"
+        case let .copyRows(e, from): "copy the rows of \(from) into \(e)"
+        }
+    }
+}
+
+/// A migration inferred from two models: entities, attributes and relationships matched by name
+/// or by the destination's renaming identifier (never by guessing: an attribute removed and
+/// another added is a removal and an addition).
+public struct LightweightMigration: Sendable {
+    public let source: Model
+    public let destination: Model
+    /// What it will do, in order.
+    public let steps: [MigrationStep]
+    /// Destination entity → source entity.
+    let entityMap: [String: String]
+    /// Destination entity → (destination column → SQL expression over the old table's columns).
+    let columnExpressions: [String: [String: String]]
+    /// Destination join table → source join table, with whether the columns swap.
+    let joinMap: [String: (source: String, swapped: Bool)]
+
+    public init(from source: Model, to destination: Model) throws(MigrationError) {
+        self.source = source
+        self.destination = destination
+        var steps: [MigrationStep] = []
+        var entityMap: [String: String] = [:]
+        var columns: [String: [String: String]] = [:]
+        let sourceEntities = Dictionary(uniqueKeysWithValues: source.entities.map { ($0.name, $0) })
+        for entity in destination.entities {
+            let match: Entity?
+            if let old = sourceEntities[entity.name] {
+                match = old
+            } else if let identifier = entity.renamingIdentifier {
+                guard let old = sourceEntities[identifier] else {
+                    throw .unknownRenamingIdentifier(entity: entity.name, property: nil, identifier: identifier)
+                }
+                match = old
+                steps.append(.renameEntity(from: identifier, to: entity.name))
+            } else {
+                match = nil
+            }
+            guard let old = match else {
+                steps.append(.addEntity(entity.name))
+                continue
+            }
+            entityMap[entity.name] = old.name
+            var expressions: [String: String] = [:]
+            let oldAttributes = Dictionary(uniqueKeysWithValues: old.attributes.map { ($0.name, $0) })
+            var used = Set<String>()
+            for attribute in entity.attributes {
+                var previous = oldAttributes[attribute.name]
+                if previous == nil, let identifier = attribute.renamingIdentifier {
+                    guard let renamed = oldAttributes[identifier] else {
+                        throw .unknownRenamingIdentifier(entity: entity.name, property: attribute.name, identifier: identifier)
+                    }
+                    previous = renamed
+                    steps.append(.renameAttribute(entity: entity.name, from: identifier, to: attribute.name))
+                }
+                let fill = attribute.defaultValue.map { SQLLiteral.literal($0.storageValue) }
+                if let previous {
+                    used.insert(previous.name)
+                    guard previous.type == attribute.type else {
+                        throw .typeChange(entity: entity.name, attribute: attribute.name, from: previous.type, to: attribute.type)
+                    }
+                    if previous.isOptional && !attribute.isOptional {
+                        guard let value = attribute.defaultValue, let fill else {
+                            throw .requiredWithoutDefault(entity: entity.name, attribute: attribute.name)
+                        }
+                        steps.append(.fillDefault(entity: entity.name, attribute: attribute.name, value: value))
+                        expressions[attribute.name] = "coalesce(\(quoted(previous.name)), \(fill))"
+                    } else {
+                        expressions[attribute.name] = quoted(previous.name)
+                    }
+                } else {
+                    if !attribute.isOptional && attribute.defaultValue == nil {
+                        throw .requiredWithoutDefault(entity: entity.name, attribute: attribute.name)
+                    }
+                    steps.append(.addAttribute(entity: entity.name, attribute: attribute.name, filledWith: attribute.defaultValue))
+                    expressions[attribute.name] = fill ?? "NULL"
+                }
+            }
+            for attribute in old.attributes where !used.contains(attribute.name) {
+                steps.append(.removeAttribute(entity: entity.name, attribute: attribute.name))
+            }
+            let oldRelationships = Dictionary(uniqueKeysWithValues: old.relationships.map { ($0.name, $0) })
+            var usedRelationships = Set<String>()
+            for relationship in entity.relationships {
+                var previous = oldRelationships[relationship.name]
+                if previous == nil, let identifier = relationship.renamingIdentifier {
+                    guard let renamed = oldRelationships[identifier] else {
+                        throw .unknownRenamingIdentifier(entity: entity.name, property: relationship.name, identifier: identifier)
+                    }
+                    previous = renamed
+                    steps.append(.renameRelationship(entity: entity.name, from: identifier, to: relationship.name))
+                }
+                guard let previous else {
+                    steps.append(.addRelationship(entity: entity.name, relationship: relationship.name))
+                    if !relationship.isToMany { expressions[relationship.name] = "NULL" }
+                    continue
+                }
+                usedRelationships.insert(previous.name)
+                let destinationMatches = previous.destination == relationship.destination
+                    || destination.entity(named: relationship.destination)?.renamingIdentifier == previous.destination
+                guard previous.kind == relationship.kind, destinationMatches else {
+                    throw .relationshipChange(entity: entity.name, relationship: relationship.name)
+                }
+                if !relationship.isToMany { expressions[relationship.name] = quoted(previous.name) }
+            }
+            for relationship in old.relationships where !usedRelationships.contains(relationship.name) {
+                steps.append(.removeRelationship(entity: entity.name, relationship: relationship.name))
+            }
+            columns[entity.name] = expressions
+            steps.append(.copyRows(entity: entity.name, from: old.name))
+        }
+        for entity in source.entities where !entityMap.values.contains(entity.name) {
+            steps.append(.removeEntity(entity.name))
+        }
+        // Join tables (many-to-many): kept when both sides map to a join of the source.
+        var joins: [String: (source: String, swapped: Bool)] = [:]
+        let oldJoins = source.schema.joinTables
+        for join in destination.schema.joinTables {
+            func sourceSide(_ side: (entity: String, relationship: String)) -> (String, String)? {
+                guard let oldEntity = entityMap[side.entity],
+                      let relationship = destination.entity(named: side.entity)?.relationship(named: side.relationship) else { return nil }
+                return (oldEntity, relationship.renamingIdentifier.flatMap { id in
+                    source.entity(named: oldEntity)?.relationship(named: side.relationship) == nil ? id : nil
+                } ?? side.relationship)
+            }
+            guard let first = sourceSide(join.first), let second = sourceSide(join.second) else { continue }
+            for old in oldJoins {
+                if old.first.entity == first.0 && old.first.relationship == first.1 && old.second.entity == second.0 && old.second.relationship == second.1 {
+                    joins[join.name] = (old.name, false)
+                } else if old.first.entity == second.0 && old.first.relationship == second.1 && old.second.entity == first.0 && old.second.relationship == first.1 {
+                    joins[join.name] = (old.name, true)
+                }
+            }
+        }
+        self.steps = steps
+        self.entityMap = entityMap
+        columnExpressions = columns
+        joinMap = joins
+    }
+
+    /// Runs the migration on `db`, inside the caller's transaction: old tables renamed aside, the
+    /// destination schema created, rows copied with their keys and versions, old tables dropped,
+    /// `strata_entity` rewritten (key sequences kept, every entity stamped with `generation` and
+    /// `nonce`). Kill points `migration.*` mark each stage.
+    func run(on db: Connection, generation: Int64, nonce: Data) throws {
+        var oldTables: [String] = []
+        try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'strata_meta' AND name NOT LIKE 'strata_entity'")
+            .forEachRow { oldTables.append($0.string(at: 0)) }
+        var indexes: [String] = []
+        try db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").forEachRow { indexes.append($0.string(at: 0)) }
+        for index in indexes { try db.execute("DROP INDEX \(quoted(index))") }
+        for table in oldTables { try db.execute("ALTER TABLE \(quoted(table)) RENAME TO \(quoted("strata_old_" + table))") }
+        KillPoint.hit("migration.tables.renamed")
+        for sql in destination.schema.creationSQL { try db.execute(sql) }
+        KillPoint.hit("migration.schema.created")
+        for info in destination.schema.infos.values.sorted(by: { $0.name < $1.name }) {
+            guard let old = entityMap[info.name], let expressions = columnExpressions[info.name] else { continue }
+            let targets = [quoted(primaryKeyColumn)] + info.columns.map(quoted) + [quoted(versionColumn)]
+            let values = [quoted(primaryKeyColumn)] + info.columns.map { expressions[$0] ?? "NULL" } + [quoted(versionColumn)]
+            try db.execute("INSERT INTO \(info.table) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(quoted("strata_old_" + old))")
+        }
+        for (join, old) in joinMap {
+            let columns = old.swapped ? "\"b\", \"a\"" : "\"a\", \"b\""
+            try db.execute("INSERT INTO \(quoted(join)) (\"a\", \"b\") SELECT \(columns) FROM \(quoted("strata_old_" + old.source))")
+        }
+        KillPoint.hit("migration.rows.copied")
+        for table in oldTables { try db.execute("DROP TABLE \(quoted("strata_old_" + table))") }
+        KillPoint.hit("migration.old.dropped")
+        var sequences: [String: Int64] = [:]
+        try db.prepare("SELECT name, next_pk FROM strata_entity").forEachRow { sequences[$0.string(at: 0)] = $0.int64(at: 1) }
+        try db.execute("DELETE FROM strata_entity")
+        let insert = try db.prepare("INSERT INTO strata_entity (name, generation, next_pk, version_hash, nonce) VALUES (?, ?, ?, ?, ?)")
+        for entity in destination.entities {
+            let next = entityMap[entity.name].flatMap { sequences[$0] } ?? 1
+            try insert.execute(.text(entity.name), .integer(generation), .integer(next),
+                               .text(destination.entityVersionHashes[entity.name] ?? ""), .blob(nonce))
+        }
+        try db.prepare("UPDATE strata_meta SET generation = ?, nonce = ?, model_version = ?, model_hash = ?, model_json = ? WHERE id = 1")
+            .execute(.integer(generation), .blob(nonce), .text(destination.versionIdentifier), .text(destination.versionHash),
+                     .text(String(decoding: destination.jsonData(), as: UTF8.self)))
+        KillPoint.hit("migration.meta.updated")
+    }
+}
+
+/// SQL literals for constant fills.
+enum SQLLiteral {
+    static func literal(_ value: SQLiteValue) -> String {
+        switch value {
+        case .null: "NULL"
+        case .integer(let v): String(v)
+        case .real(let v): v.isFinite ? "\(v)" : (v > 0 ? "9e999" : (v < 0 ? "-9e999" : "NULL"))
+        case .text(let v): "'" + v.replacingOccurrences(of: "'", with: "''") + "'"
+        case .blob(let v): "x'" + v.map { String(format: "%02x", $0) }.joined() + "'"
+        }
+    }
+}
