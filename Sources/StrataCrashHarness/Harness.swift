@@ -70,8 +70,8 @@ final class Harness {
             emit("recovered rows=\(rows)")
         case .seedScenario:
             try seedScenario()
-        case .tornCommit:
-            break                   // handled before the stack is opened (tornCommit(_:))
+        case .tornCommit, .migrate:
+            break                   // handled before the stack is opened (main.swift)
         }
         container.coordinator.close()
     }

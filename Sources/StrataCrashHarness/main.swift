@@ -14,6 +14,8 @@
 
 import Foundation
 import Logging
+import Strata
+import StrataTestSupport
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let options: HarnessOptions
@@ -33,6 +35,18 @@ LoggingSystem.bootstrap { label in
 
 do {
     if options.mode == .tornCommit { try tornCommit(options) }
+    if options.mode == .migrate {
+        // Opens the goods store with the next model version, migrating it (kill points migration.*).
+        var storeOptions = StoreOptions()
+        storeOptions.journalMode = options.journal == .delete ? .delete : .wal
+        storeOptions.synchronous = options.synchronous == .full ? .full : .normal
+        storeOptions.migration = .lightweight()
+        let coordinator = try StoreCoordinator(model: TestModels.goodsWithSectionName(), url: URL(fileURLWithPath: options.store),
+                                               options: storeOptions)
+        FileHandle.standardOutput.write(Data("migrated \(try coordinator.metadata().modelVersion)\n".utf8))
+        coordinator.close()
+        exit(0)
+    }
     try Harness(options).run()
     exit(0)
 } catch {

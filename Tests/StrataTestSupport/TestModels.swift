@@ -110,4 +110,11 @@ extension TestModels {
             ], relationships: [Relationship("category", .toOne, to: "Category", inverse: "goods")]),
         ])
     }
+
+    /// `goods()` plus `Good.sectionName` (String, required, default "Staff"): a lightweight migration away.
+    public static func goodsWithSectionName() -> Model {
+        var entities = goods().entities
+        entities[1].attributes.append(Attribute("sectionName", .string, isOptional: false, defaultValue: .string("Staff")))
+        return try! Model(version: "goods-2", entities: entities)
+    }
 }
