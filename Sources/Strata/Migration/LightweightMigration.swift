@@ -76,6 +76,10 @@ public struct LightweightMigration: Sendable {
     let columnExpressions: [String: [String: String]]
     /// Destination join table → source join table, with whether the columns swap.
     let joinMap: [String: (source: String, swapped: Bool)]
+    /// When every change only adds attributes or to-one relationships to entities kept under
+    /// their names: the columns to add per table (`ALTER TABLE … ADD COLUMN`, O(1) in SQLite),
+    /// instead of copying every table.
+    let additionsOnly: [String: [String]]?
 
     public init(from source: Model, to destination: Model) throws(MigrationError) {
         self.source = source
@@ -197,6 +201,38 @@ public struct LightweightMigration: Sendable {
         self.entityMap = entityMap
         columnExpressions = columns
         joinMap = joins
+        additionsOnly = LightweightMigration.additions(steps: steps, destination: destination, columns: columns,
+                                                       joins: joins, sourceJoinCount: oldJoins.count)
+    }
+
+    /// The `ADD COLUMN` clauses per table when the migration only adds attributes (with their
+    /// fill as the column default) and to-one relationships; `nil` otherwise.
+    private static func additions(steps: [MigrationStep], destination: Model, columns: [String: [String: String]],
+                                  joins: [String: (source: String, swapped: Bool)], sourceJoinCount: Int) -> [String: [String]]? {
+        var added: [String: [String]] = [:]
+        for step in steps {
+            switch step {
+            case .copyRows(let entity, let from) where entity == from: continue
+            case let .addAttribute(entity, attribute, _):
+                guard let info = destination.schema.infos[entity], case .attribute(let index)? = info.slots[attribute] else { return nil }
+                let declaration = info.attributes[index].type.columnDeclaration
+                let fill = columns[entity]?[attribute] ?? "NULL"
+                added[info.table, default: []].append(([quoted(attribute), declaration].filter { !$0.isEmpty }.joined(separator: " ")) + " DEFAULT \(fill)")
+            case let .addRelationship(entity, relationship):
+                guard let info = destination.schema.infos[entity] else { return nil }
+                switch info.slots[relationship] {
+                case .toOne?: added[info.table, default: []].append("\(quoted(relationship)) INTEGER")
+                case .toMany?:
+                    // Derived from an inverse column (added on the other side), or a new join table: not additions only.
+                    if case .joinTable = info.toManyStorage[info.toManys.firstIndex { $0.name == relationship }!] { return nil }
+                default: return nil
+                }
+            default: return nil
+            }
+        }
+        guard joins.count == destination.schema.joinTables.count, joins.count == sourceJoinCount,
+              joins.allSatisfy({ $0.key == $0.value.source && !$0.value.swapped }) else { return nil }
+        return added
     }
 
     /// Runs the migration on `db`, inside the caller's transaction: old tables renamed aside, the
@@ -204,6 +240,22 @@ public struct LightweightMigration: Sendable {
     /// `strata_entity` rewritten (key sequences kept, every entity stamped with `generation` and
     /// `nonce`). Kill points `migration.*` mark each stage.
     func run(on db: Connection, generation: Int64, nonce: Data) throws {
+        if let additionsOnly {
+            // Additions only: SQLite adds a column without rewriting the table (existing rows read
+            // the default); the stages keep their kill points.
+            KillPoint.hit("migration.tables.renamed")
+            for (table, clauses) in additionsOnly.sorted(by: { $0.key < $1.key }) {
+                for clause in clauses { try db.execute("ALTER TABLE \(table) ADD COLUMN \(clause)") }
+            }
+            for sql in destination.schema.creationSQL where sql.hasPrefix("CREATE INDEX ") {
+                try db.execute("CREATE INDEX IF NOT EXISTS " + sql.dropFirst("CREATE INDEX ".count))
+            }
+            KillPoint.hit("migration.schema.created")
+            KillPoint.hit("migration.rows.copied")
+            KillPoint.hit("migration.old.dropped")
+            try rewriteMetadata(on: db, generation: generation, nonce: nonce)
+            return
+        }
         var oldTables: [String] = []
         try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'strata_meta' AND name NOT LIKE 'strata_entity'")
             .forEachRow { oldTables.append($0.string(at: 0)) }
@@ -227,6 +279,12 @@ public struct LightweightMigration: Sendable {
         KillPoint.hit("migration.rows.copied")
         for table in oldTables { try db.execute("DROP TABLE \(quoted("strata_old_" + table))") }
         KillPoint.hit("migration.old.dropped")
+        try rewriteMetadata(on: db, generation: generation, nonce: nonce)
+    }
+
+    /// `strata_entity` rewritten for the destination (key sequences kept, every entity stamped),
+    /// and `strata_meta` given the destination model, `generation` and `nonce`.
+    private func rewriteMetadata(on db: Connection, generation: Int64, nonce: Data) throws {
         var sequences: [String: Int64] = [:]
         try db.prepare("SELECT name, next_pk FROM strata_entity").forEachRow { sequences[$0.string(at: 0)] = $0.int64(at: 1) }
         try db.execute("DELETE FROM strata_entity")

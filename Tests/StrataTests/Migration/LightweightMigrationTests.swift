@@ -183,4 +183,16 @@ import StrataTestSupport
         try context.performAndWait { try again.performFetch() }
         #expect(again.servedFromCache)
     }
+
+    /// Additions only (new attributes and to-ones on kept entities) add columns in place; any
+    /// rename, removal or new entity copies the tables.
+    @Test func additionsOnlyAddColumnsInPlaceAndEverythingElseCopies() throws {
+        let addOnly = try LightweightMigration(from: Self.v1(), to: Self.v2())
+        #expect(addOnly.additionsOnly?.keys.sorted() == ["\"Employee\""])
+        #expect(addOnly.additionsOnly?["\"Employee\""] == [#""sectionName" TEXT DEFAULT 'Staff'"#])
+        #expect(try LightweightMigration(from: Self.v2(), to: Self.v3()).additionsOnly == nil)
+        var removed = Self.v1().entities
+        removed[1].attributes.removeAll { $0.name == "nickname" }
+        #expect(try LightweightMigration(from: Self.v1(), to: try Model(version: "hr-1c", entities: removed)).additionsOnly == nil)
+    }
 }
