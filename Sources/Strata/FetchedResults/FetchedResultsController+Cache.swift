@@ -50,9 +50,8 @@ extension FetchedResultsController {
     /// ``StoreCoordinator``'s cache refreshes): a committed snapshot re-read in the background.
     func registerCacheRefresher(_ plan: FetchPlan) {
         guard let cacheName else { return }
-        let columns = (["t0.\(quoted(primaryKeyColumn))"] + plan.sortValueSQL).joined(separator: ", ")
         let refresher = CacheRefresher(
-            name: cacheName, sql: plan.selectSQL(columns), arguments: plan.arguments,
+            name: cacheName, sql: plan.keyAndSortValuesSQL(), arguments: plan.arguments,
             sectioned: sectionNameKeyPath != nil, entities: plan.entities,
             request: CanonicalRequest(plan.request, sectionKeyPath: sectionNameKeyPath), pending: Locked(false))
         managedObjectContext.coordinator.registerCacheRefresher(refresher, for: ObjectIdentifier(self))

@@ -10,7 +10,7 @@ extension FetchedResultsController {
     func contextDidChange(_ changes: ObjectChanges) {
         let plan = checkedPlan()
         let root = plan.info.name
-        let dependencies = FetchedDependencies(plan)
+        let dependencies = checkedDependencies()
         do {
             if needsRerun || plan.request.fetchLimit != nil || plan.request.fetchOffset > 0
                 || !changes.entitiesChangedElsewhere.isDisjoint(with: plan.entities)

@@ -54,6 +54,8 @@ public final class FetchedResultsController {
     public var sectionIndexTitle: (String) -> String? = FetchedResultsController.defaultIndexTitle
 
     var plan: FetchPlan?
+    /// What the plan's rows depend on beyond their own row (derived once per fetch).
+    var dependencies: FetchedDependencies?
     /// The rows, in sections of ordered keys.
     var rows = FetchedRows()
     /// Which chunk of `rows` holds each key.
@@ -115,6 +117,7 @@ public final class FetchedResultsController {
         }
         let plan = try FetchPlan(fetchRequest, schema: context.schema)
         self.plan = plan
+        dependencies = FetchedDependencies(plan)
         let cached = cacheName != nil ? try fetchThroughCache(plan) : false
         registerCacheRefresher(plan)
         if !cached {
@@ -150,10 +153,9 @@ public final class FetchedResultsController {
     /// The request's rows from the store, through `db` (one statement).
     func fetchRows(_ plan: FetchPlan, on db: Connection) throws -> [FetchedRow] {
         let sectioned = sectionNameKeyPath != nil
-        let columns = (["t0.\(quoted(primaryKeyColumn))"] + plan.sortValueSQL + ["t0.\(quoted(versionColumn))"]).joined(separator: ", ")
         let count = Int32(plan.sortValueSQL.count)
         var rows: [FetchedRow] = []
-        let statement = try db.cachedStatement(plan.selectSQL(columns))
+        let statement = try db.cachedStatement(plan.keyAndSortValuesSQL(withVersion: true))
         try statement.bind(plan.arguments)
         var values: [SQLiteValue] = []
         values.reserveCapacity(Int(count))
@@ -222,6 +224,11 @@ public final class FetchedResultsController {
         guard sectionNameKeyPath != nil else { return ("", nil) }
         let name = FetchedResultsController.sectionName(value)
         return (name, sectionIndexTitle(name))
+    }
+
+    func checkedDependencies() -> FetchedDependencies {
+        guard let dependencies else { preconditionFailure("FetchedResultsController used before performFetch(): call performFetch() first.") }
+        return dependencies
     }
 
     func checkedPlan() -> FetchPlan {

@@ -199,7 +199,7 @@ extension FetchedResultsController {
         guard !relatedValuesLoaded else { return }
         relatedValuesLoaded = true
         let context = managedObjectContext
-        let dependencies = FetchedDependencies(plan)
+        let dependencies = checkedDependencies()
         for entity in dependencies.relatedEntities.sorted() {
             guard let info = context.schema.infos[entity] else { continue }
             let slots = dependencies.slots(of: entity)

@@ -32,7 +32,7 @@ struct FetchedRows: Sendable {
     var freeChunks: [Int32] = []
     var count = 0
 
-    /// Where a key is: its section, its item in the section, and its flat position.
+    /// Where a key is: its section and its item in the section.
     struct Location: Equatable {
         var section: Int
         var item: Int
@@ -172,14 +172,14 @@ struct FetchedRows: Sendable {
         return result
     }
 
-    /// Every row in order with its section value: for a full comparison after a re-run.
-    func flattened() -> [(key: Int64, stamp: UInt32, section: Int)] {
-        var rows: [(key: Int64, stamp: UInt32, section: Int)] = []
+    /// Every row's key and stamp, in order: for a full comparison after a re-run.
+    func flattened() -> [(key: Int64, stamp: UInt32)] {
+        var rows: [(key: Int64, stamp: UInt32)] = []
         rows.reserveCapacity(count)
-        for (s, section) in sections.enumerated() {
+        for section in sections {
             for c in section.chunks {
                 let chunk = chunks[Int(c)]
-                for i in chunk.keys.indices { rows.append((chunk.keys[i], chunk.stamps[i], s)) }
+                for i in chunk.keys.indices { rows.append((chunk.keys[i], chunk.stamps[i])) }
             }
         }
         return rows

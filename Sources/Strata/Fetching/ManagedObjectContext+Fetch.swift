@@ -186,6 +186,14 @@ struct FetchPlan {
         throw ObjectError.unknownKey(entity: root.name, key: key)
     }
 
+    /// The whole SELECT of the primary key and each sort key's value (and `_version` when
+    /// `withVersion`), in the request's order: what results controllers, their caches and
+    /// `strata cache verify` read.
+    func keyAndSortValuesSQL(withVersion: Bool = false) -> String {
+        let version = withVersion ? ["t0.\(quoted(versionColumn))"] : []
+        return selectSQL((["t0.\(quoted(primaryKeyColumn))"] + sortValueSQL + version).joined(separator: ", "))
+    }
+
     var windowSQL: String {
         guard request.fetchLimit != nil || request.fetchOffset > 0 else { return "" }
         return " LIMIT \(request.fetchLimit ?? -1) OFFSET \(request.fetchOffset)"

@@ -187,8 +187,7 @@ public struct StoreInspector: Sendable {
             let fetch = try request.fetchRequest()
             let plan = try FetchPlan(fetch, schema: model.schema)
             let metadata = try StoreCoordinator.readMetadata(db)
-            let columns = (["t0.\(quoted(primaryKeyColumn))"] + plan.sortValueSQL).joined(separator: ", ")
-            return try SectionCacheFile.compute(plan.selectSQL(columns), plan.arguments, sectioned: request.sectionKeyPath != nil,
+            return try SectionCacheFile.compute(plan.keyAndSortValuesSQL(), plan.arguments, sectioned: request.sectionKeyPath != nil,
                                                 on: db, stamp: SectionCacheStamp(metadata, entities: plan.entities), request: request)
         }
     }

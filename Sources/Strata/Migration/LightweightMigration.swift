@@ -110,14 +110,9 @@ public struct LightweightMigration: Sendable {
             let oldAttributes = Dictionary(uniqueKeysWithValues: old.attributes.map { ($0.name, $0) })
             var used = Set<String>()
             for attribute in entity.attributes {
-                var previous = oldAttributes[attribute.name]
-                if previous == nil, let identifier = attribute.renamingIdentifier {
-                    guard let renamed = oldAttributes[identifier] else {
-                        throw .unknownRenamingIdentifier(entity: entity.name, property: attribute.name, identifier: identifier)
-                    }
-                    previous = renamed
-                    steps.append(.renameAttribute(entity: entity.name, from: identifier, to: attribute.name))
-                }
+                let (previous, renamedFrom) = try LightweightMigration.match(attribute.name, attribute.renamingIdentifier,
+                                                                             in: oldAttributes, entity: entity.name)
+                if let renamedFrom { steps.append(.renameAttribute(entity: entity.name, from: renamedFrom, to: attribute.name)) }
                 let fill = attribute.defaultValue.map { SQLLiteral.literal($0.storageValue) }
                 if let previous {
                     used.insert(previous.name)
@@ -147,14 +142,9 @@ public struct LightweightMigration: Sendable {
             let oldRelationships = Dictionary(uniqueKeysWithValues: old.relationships.map { ($0.name, $0) })
             var usedRelationships = Set<String>()
             for relationship in entity.relationships {
-                var previous = oldRelationships[relationship.name]
-                if previous == nil, let identifier = relationship.renamingIdentifier {
-                    guard let renamed = oldRelationships[identifier] else {
-                        throw .unknownRenamingIdentifier(entity: entity.name, property: relationship.name, identifier: identifier)
-                    }
-                    previous = renamed
-                    steps.append(.renameRelationship(entity: entity.name, from: identifier, to: relationship.name))
-                }
+                let (previous, renamedFrom) = try LightweightMigration.match(relationship.name, relationship.renamingIdentifier,
+                                                                             in: oldRelationships, entity: entity.name)
+                if let renamedFrom { steps.append(.renameRelationship(entity: entity.name, from: renamedFrom, to: relationship.name)) }
                 guard let previous else {
                     steps.append(.addRelationship(entity: entity.name, relationship: relationship.name))
                     if !relationship.isToMany { expressions[relationship.name] = "NULL" }
@@ -203,6 +193,18 @@ public struct LightweightMigration: Sendable {
         joinMap = joins
         additionsOnly = LightweightMigration.additions(steps: steps, destination: destination, columns: columns,
                                                        joins: joins, sourceJoinCount: oldJoins.count)
+    }
+
+    /// The source property a destination property continues: the one of the same name, else the
+    /// one its renaming identifier names (returned as `renamedFrom`); `nil` for a new property.
+    private static func match<Property>(_ name: String, _ renamingIdentifier: String?, in old: [String: Property],
+                                        entity: String) throws(MigrationError) -> (Property?, renamedFrom: String?) {
+        if let same = old[name] { return (same, nil) }
+        guard let identifier = renamingIdentifier else { return (nil, nil) }
+        guard let renamed = old[identifier] else {
+            throw .unknownRenamingIdentifier(entity: entity, property: name, identifier: identifier)
+        }
+        return (renamed, identifier)
     }
 
     /// The `ADD COLUMN` clauses per table when the migration only adds attributes (with their

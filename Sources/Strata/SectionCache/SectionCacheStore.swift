@@ -132,13 +132,9 @@ public struct SectionCacheStore: Sendable {
     public func read(named name: String) throws(SectionCacheRejection) -> Data {
         guard let url = try? url(forCacheNamed: name) else { throw .missing }
         // The same folder checks as writing: a symlinked folder is not followed.
-        do {
-            guard try checkedDirectory(create: false) != nil else { throw SectionCacheRejection.missing }
-        } catch let rejection as SectionCacheRejection {
-            throw rejection
-        } catch {
-            throw .unreadable
-        }
+        let folder: String?
+        do { folder = try checkedDirectory(create: false) } catch { throw .unreadable }
+        guard folder != nil else { throw .missing }
         var info = stat()
         guard lstat(url.path, &info) == 0 else { throw errno == ENOENT ? .missing : .unreadable }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notAFile }
