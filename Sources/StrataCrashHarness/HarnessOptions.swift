@@ -2,7 +2,7 @@ import Foundation
 
 /// The harness's command line (plain parsing: `--name value` pairs).
 struct HarnessOptions {
-    enum Mode: String { case run, recover, seedScenario = "seed-scenario", tornCommit = "torn-commit", migrate }
+    enum Mode: String { case run, recover, seedScenario = "seed-scenario", tornCommit = "torn-commit", migrate, migrateMapping = "migrate-mapping" }
     enum Journal: String { case wal, delete }
     enum Synchronous: String { case full, normal }
 
@@ -13,7 +13,7 @@ struct HarnessOptions {
     static let usage = """
         usage: strata-crash-harness --store PATH [--seed N] [--commits N] [--journal wal|delete]
                                     [--synchronous full|normal]
-                                    [--mode run|recover|seed-scenario|torn-commit|migrate]
+                                    [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping]
         """
 
     var store: String
@@ -57,7 +57,7 @@ struct HarnessOptions {
         }
         if let text = values.removeValue(forKey: "mode") {
             guard let mode = Mode(rawValue: text) else {
-                throw UsageError(description: "--mode must be run, recover, seed-scenario, torn-commit or migrate, got \(text)")
+                throw UsageError(description: "--mode must be run, recover, seed-scenario, torn-commit, migrate or migrate-mapping, got \(text)")
             }
             options.mode = mode
         }

@@ -35,12 +35,13 @@ LoggingSystem.bootstrap { label in
 
 do {
     if options.mode == .tornCommit { try tornCommit(options) }
-    if options.mode == .migrate {
-        // Opens the goods store with the next model version, migrating it (kill points migration.*).
+    if options.mode == .migrate || options.mode == .migrateMapping {
+        // Opens the goods store with the next model version, migrating it (kill points migration.*):
+        // inferred (one transaction) or through a mapping model (built beside, then swapped in).
         var storeOptions = StoreOptions()
         storeOptions.journalMode = options.journal == .delete ? .delete : .wal
         storeOptions.synchronous = options.synchronous == .full ? .full : .normal
-        storeOptions.migration = .lightweight()
+        storeOptions.migration = options.mode == .migrate ? .lightweight() : .mapped(mappings: [TestModels.goodsSectionMapping()])
         let coordinator = try StoreCoordinator(model: TestModels.goodsWithSectionName(), url: URL(fileURLWithPath: options.store),
                                                options: storeOptions)
         FileHandle.standardOutput.write(Data("migrated \(try coordinator.metadata().modelVersion)\n".utf8))

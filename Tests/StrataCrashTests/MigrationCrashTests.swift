@@ -12,17 +12,42 @@ struct MigrationCrashTests {
     static let points = ["migration.begin", "migration.tables.renamed", "migration.schema.created", "migration.rows.copied",
                          "migration.old.dropped", "migration.meta.updated", "migration.committed"]
 
+    /// The mapping path's points: the new store is built beside the old one and renamed over it.
+    static let mappingPoints = ["migration.begin", "migration.mapping.schema", "migration.mapping.rows",
+                                "migration.mapping.built", "migration.mapping.swapped"]
+
     @Test func everyMigrationKillPointLeavesTheOldStoreOrTheNewOne() throws {
+        let tally = try Self.killEveryPoint(Self.points, harnessMode: "migrate", migration: .lightweight())
+        print("migration-crash: kill-points-hit=\(tally.hit)/\(Self.points.count * CrashConfiguration.all.count) old=\(tally.old) new=\(tally.new) problems=\(tally.problems.count)")
+        #expect(tally.hit == Self.points.count * CrashConfiguration.all.count)
+        #expect(tally.problems.isEmpty, "\(tally.problems)")
+    }
+
+    @Test func everyMappingMigrationKillPointLeavesTheOldStoreOrTheNewOne() throws {
+        let tally = try Self.killEveryPoint(Self.mappingPoints, harnessMode: "migrate-mapping",
+                                            migration: .mapped(mappings: [TestModels.goodsSectionMapping()]))
+        print("mapping-migration-crash: kill-points-hit=\(tally.hit)/\(Self.mappingPoints.count * CrashConfiguration.all.count) old=\(tally.old) new=\(tally.new) problems=\(tally.problems.count)")
+        #expect(tally.hit == Self.mappingPoints.count * CrashConfiguration.all.count)
+        #expect(tally.problems.isEmpty, "\(tally.problems)")
+        // The swap happened at the last point only: before it, the old store; after, the new one.
+        #expect(tally.new == CrashConfiguration.all.count)
+    }
+
+    /// Warms a goods store, kills the harness migrating it at each of `points` in every
+    /// configuration, then checks the store opens as one version with all acknowledged data and
+    /// migrates afterwards.
+    static func killEveryPoint(_ points: [String], harnessMode: String, migration: MigrationMode) throws
+        -> (hit: Int, old: Int, new: Int, problems: [String]) {
         let old = TestModels.goods(), new = TestModels.goodsWithSectionName()
         var hit = 0, asOld = 0, asNew = 0, problems: [String] = []
         for configuration in CrashConfiguration.all {
-            for point in Self.points {
+            for point in points {
                 let directory = TemporaryDirectory("strata-crash-migration")
                 let store = directory.file("goods.sqlite")
                 let warm = try HarnessProcess.run(store: store, configuration: configuration, seed: 7, commits: 6)
                 #expect(warm.ending == .exited(0), "\(configuration): \(warm.summary)")
                 let acked = Set(warm.acks.map(\.marker))
-                let killed = try HarnessProcess.run(store: store, configuration: configuration, mode: "migrate", seed: 8, commits: 0,
+                let killed = try HarnessProcess.run(store: store, configuration: configuration, mode: harnessMode, seed: 8, commits: 0,
                                                     killPoint: point)
                 if killed.ending == .killed { hit += 1 } else { problems.append("\(configuration) \(point): not hit, \(killed.summary)") }
 
@@ -39,23 +64,21 @@ struct MigrationCrashTests {
                     problems.append("\(configuration) \(point): the store holds model hash \(hash), neither version")
                     continue
                 }
-                problems += try Self.check(store, as: model, configuration: configuration, acked: acked, "\(configuration) \(point)")
+                problems += try check(store, as: model, configuration: configuration, acked: acked, "\(configuration) \(point)")
                 // Whatever it holds, opening with the new model (migrating if needed) works and keeps everything.
-                problems += try Self.check(store, as: new, configuration: configuration, acked: acked, "\(configuration) \(point) re-migrated",
-                                           migrate: true)
+                problems += try check(store, as: new, configuration: configuration, acked: acked, "\(configuration) \(point) re-migrated",
+                                      migration: migration)
             }
         }
-        print("migration-crash: kill-points-hit=\(hit)/\(Self.points.count * CrashConfiguration.all.count) old=\(asOld) new=\(asNew) problems=\(problems.count)")
-        #expect(hit == Self.points.count * CrashConfiguration.all.count)
-        #expect(problems.isEmpty, "\(problems)")
+        return (hit, asOld, asNew, problems)
     }
 
     /// Opens `store` as `model` and checks integrity, every acknowledged marker, and (for the new
     /// model) that every good has the filled default.
     static func check(_ store: URL, as model: Model, configuration: CrashConfiguration, acked: Set<String>, _ label: String,
-                      migrate: Bool = false) throws -> [String] {
+                      migration: MigrationMode = .none) throws -> [String] {
         var options = configuration.storeOptions
-        if migrate { options.migration = .lightweight() }
+        options.migration = migration
         let coordinator: StoreCoordinator
         do {
             coordinator = try StoreCoordinator(model: model, url: store, options: options)

@@ -117,4 +117,13 @@ extension TestModels {
         entities[1].attributes.append(Attribute("sectionName", .string, isOptional: false, defaultValue: .string("Staff")))
         return try! Model(version: "goods-2", entities: entities)
     }
+
+    /// `goods()` → `goodsWithSectionName()` as a mapping migration (every object carried,
+    /// `sectionName` set by the mapping): the build-beside-and-swap path.
+    public static func goodsSectionMapping() -> MappingModel {
+        try! MappingModel(from: goods(), to: goodsWithSectionName(), entityMappings: [
+            EntityMapping("Category", to: "Category"),
+            EntityMapping("Good", to: "Good", attributes: ["sectionName": .expression("'Sta' + lowercase('FF')")]),
+        ])
+    }
 }

@@ -13,6 +13,19 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
     case unknownRenamingIdentifier(entity: String, property: String?, identifier: String)
     /// The store holds a model version that the given versions don't list.
     case unknownStoreVersion(storeVersion: String, storeHash: String)
+    /// A mapping names an entity or key neither model has, or its filter or an expression doesn't
+    /// bind. Found before anything is written.
+    case invalidMapping(mapping: String, reason: String)
+    /// An object a mapping made breaks the destination model (a required value missing, a value
+    /// of the wrong type). The migration is abandoned and the store left as it was.
+    case invalidObject(entity: String, key: String, reason: String)
+    /// A custom policy threw; the migration is abandoned and the store left as it was.
+    case policyFailed(mapping: String, sourceKey: Int64, error: String)
+    /// The store's file is open elsewhere (its write-ahead log is not empty), so it can't be
+    /// replaced by the migrated store.
+    case storeInUse(path: String)
+    /// Writing, syncing or swapping in the migrated store failed; the old store is left as it was.
+    case fileSystem(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -26,6 +39,15 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
             "\(entity)\(property.map { ".\($0)" } ?? "") has renaming identifier \(identifier.debugDescription), which names nothing in the store's model"
         case let .unknownStoreVersion(version, hash):
             "the store holds model version \(version) (hash \(hash.prefix(12))…), which is not among the model versions given"
+        case let .invalidMapping(mapping, reason):
+            "mapping \(mapping): \(reason)"
+        case let .invalidObject(entity, key, reason):
+            "a migrated \(entity) is invalid: \(key) \(reason)"
+        case let .policyFailed(mapping, key, error):
+            "the custom policy of mapping \(mapping) failed on source object \(key): \(error)"
+        case let .fileSystem(path, reason): "\(path): \(reason)"
+        case .storeInUse(let path):
+            "\(path) is open in another connection (its write-ahead log is not empty): close it before migrating"
         }
     }
 }
@@ -44,6 +66,8 @@ public enum MigrationStep: Sendable, Equatable, CustomStringConvertible {
     case removeRelationship(entity: String, relationship: String)
     case renameRelationship(entity: String, from: String, to: String)
     case copyRows(entity: String, from: String)
+    /// A mapping migration's entity mapping: which objects it carries and whether custom code runs.
+    case mapEntity(from: String, to: String, filter: String?, customPolicy: Bool)
 
     public var description: String {
         switch self {
@@ -58,6 +82,8 @@ public enum MigrationStep: Sendable, Equatable, CustomStringConvertible {
         case let .removeRelationship(e, r): "remove relationship \(e).\(r)"
         case let .renameRelationship(e, from, to): "rename relationship \(e).\(from) to \(to)"
         case let .copyRows(e, from): "copy the rows of \(from) into \(e)"
+        case let .mapEntity(from, to, filter, custom):
+            "map \(from) to \(to)" + (filter.map { " where \($0)" } ?? "") + (custom ? " through a custom policy" : "")
         }
     }
 }
@@ -197,7 +223,7 @@ public struct LightweightMigration: Sendable {
 
     /// The source property a destination property continues: the one of the same name, else the
     /// one its renaming identifier names (returned as `renamedFrom`); `nil` for a new property.
-    private static func match<Property>(_ name: String, _ renamingIdentifier: String?, in old: [String: Property],
+    static func match<Property>(_ name: String, _ renamingIdentifier: String?, in old: [String: Property],
                                         entity: String) throws(MigrationError) -> (Property?, renamedFrom: String?) {
         if let same = old[name] { return (same, nil) }
         guard let identifier = renamingIdentifier else { return (nil, nil) }
@@ -241,7 +267,20 @@ public struct LightweightMigration: Sendable {
     /// destination schema created, rows copied with their keys and versions, old tables dropped,
     /// `strata_entity` rewritten (key sequences kept, every entity stamped with `generation` and
     /// `nonce`). Kill points `migration.*` mark each stage.
-    func run(on db: Connection, generation: Int64, nonce: Data) throws {
+    func run(on db: Connection, generation: Int64, nonce: Data, report: ((Int, Int) -> Void)? = nil) throws {
+        // Objects to carry, per source entity: counted only when someone asks for progress.
+        var counts: [String: Int] = [:]
+        if report != nil {
+            for old in Set(entityMap.values) {
+                guard let info = source.schema.infos[old] else { continue }
+                let count = try db.prepare("SELECT count(*) FROM \(info.table)")
+                _ = try count.step()
+                counts[old] = Int(count.int64(at: 0))
+            }
+        }
+        let total = counts.values.reduce(0, +)
+        report?(0, total)
+        defer { report?(total, total) }
         if let additionsOnly {
             // Additions only: SQLite adds a column without rewriting the table (existing rows read
             // the default); the stages keep their kill points.
@@ -268,11 +307,14 @@ public struct LightweightMigration: Sendable {
         KillPoint.hit("migration.tables.renamed")
         for sql in destination.schema.creationSQL { try db.execute(sql) }
         KillPoint.hit("migration.schema.created")
+        var done = 0
         for info in destination.schema.infos.values.sorted(by: { $0.name < $1.name }) {
             guard let old = entityMap[info.name], let expressions = columnExpressions[info.name] else { continue }
             let targets = [quoted(primaryKeyColumn)] + info.columns.map(quoted) + [quoted(versionColumn)]
             let values = [quoted(primaryKeyColumn)] + info.columns.map { expressions[$0] ?? "NULL" } + [quoted(versionColumn)]
             try db.execute("INSERT INTO \(info.table) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(quoted("strata_old_" + old))")
+            done += counts[old] ?? 0
+            if done < total { report?(done, total) }
         }
         for (join, old) in joinMap {
             let columns = old.swapped ? "\"b\", \"a\"" : "\"a\", \"b\""

@@ -9,6 +9,34 @@ public enum MigrationMode: Sendable {
     /// opening model. With `versions` (oldest first, ending with the opening model's version),
     /// migrates progressively through each version after the store's.
     case lightweight(versions: [Model] = [])
+    /// Like ``lightweight(versions:)``, but a step from one version to the next uses the mapping
+    /// model whose source and destination are those versions, when `mappings` has one.
+    case mapped(versions: [Model] = [], mappings: [MappingModel])
+
+    var allowsMigration: Bool {
+        if case .none = self { return false }
+        return true
+    }
+}
+
+/// One step of a migration chain: inferred, or a mapping model.
+enum MigrationPlanStep {
+    case lightweight(LightweightMigration)
+    case mapping(MappingMigration)
+
+    var steps: [MigrationStep] {
+        switch self {
+        case .lightweight(let migration): migration.steps
+        case .mapping(let migration): migration.model.steps
+        }
+    }
+
+    var destination: Model {
+        switch self {
+        case .lightweight(let migration): migration.destination
+        case .mapping(let migration): migration.model.destination
+        }
+    }
 }
 
 extension StoreCoordinator {
@@ -16,8 +44,13 @@ extension StoreCoordinator {
     /// anything (a dry run). Empty when the store is already at `model`. Throws a
     /// ``MigrationError`` for a change that can't be inferred.
     public static func plannedMigration(at url: URL, to model: Model, versions: [Model] = []) throws -> [MigrationStep] {
+        try plannedMigration(at: url, to: model, mode: .lightweight(versions: versions))
+    }
+
+    /// The steps that opening `url` with `model` and `mode` would migrate through (a dry run).
+    public static func plannedMigration(at url: URL, to model: Model, mode: MigrationMode) throws -> [MigrationStep] {
         guard let stored = try storedModel(path: url.path), stored.versionHash != model.versionHash else { return [] }
-        return try migrationChain(from: stored, to: model, versions: versions).flatMap(\.steps)
+        return try migrationChain(from: stored, to: model, mode: mode).flatMap(\.steps)
     }
 
     /// The store's own model (from `strata_meta.model_json`), read-only; `nil` for a missing or empty file.
@@ -38,43 +71,87 @@ extension StoreCoordinator {
         }
     }
 
-    /// The migrations from `stored` to `model`: one inferred step, or one per version after the store's.
-    static func migrationChain(from stored: Model, to model: Model, versions: [Model]) throws -> [LightweightMigration] {
-        guard !versions.isEmpty else { return [try LightweightMigration(from: stored, to: model)] }
+    /// The migrations from `stored` to `model`: one step, or one per version after the store's;
+    /// each a mapping model when `mode` has one for the pair, else inferred.
+    static func migrationChain(from stored: Model, to model: Model, mode: MigrationMode) throws -> [MigrationPlanStep] {
+        let versions: [Model], mappings: [MappingModel]
+        switch mode {
+        case .none: return []
+        case .lightweight(let list): (versions, mappings) = (list, [])
+        case .mapped(let list, let maps): (versions, mappings) = (list, maps)
+        }
+        func step(_ from: Model, _ to: Model) throws -> MigrationPlanStep {
+            if let mapping = mappings.first(where: { $0.source.versionHash == from.versionHash && $0.destination.versionHash == to.versionHash }) {
+                return .mapping(try MappingMigration(mapping))
+            }
+            return .lightweight(try LightweightMigration(from: from, to: to))
+        }
+        guard !versions.isEmpty else { return [try step(stored, model)] }
         guard let start = versions.firstIndex(where: { $0.versionHash == stored.versionHash }) else {
             throw MigrationError.unknownStoreVersion(storeVersion: stored.versionIdentifier, storeHash: stored.versionHash)
         }
-        var chain: [LightweightMigration] = []
+        var chain: [MigrationPlanStep] = []
         var current = stored
         for next in versions[(start + 1)...] {
-            chain.append(try LightweightMigration(from: current, to: next))
+            chain.append(try step(current, next))
             current = next
         }
-        if current.versionHash != model.versionHash { chain.append(try LightweightMigration(from: current, to: model)) }
+        if current.versionHash != model.versionHash { chain.append(try step(current, model)) }
         return chain
     }
 
-    /// Migrates the store at `path` to `model` when it holds another version and `mode` allows:
-    /// every step inferred first (a refusal writes nothing), then all of them in one
-    /// `BEGIN IMMEDIATE … COMMIT` that also bumps the generation and sets a new nonce, so every
-    /// section cache is rejected (`other-model`) and rebuilt. A crash leaves the old store or the
-    /// new one, never a mix.
-    static func migrateIfNeeded(path: String, model: Model, mode: MigrationMode, configuration: Connection.Configuration) throws {
-        guard case .lightweight(let versions) = mode,
+    /// Migrates the store at `path` to `model` when it holds another version and `mode` allows.
+    /// Every step is planned first (a refusal writes nothing). Consecutive inferred steps run in
+    /// one `BEGIN IMMEDIATE … COMMIT`; a mapping step builds the new store beside the old and
+    /// swaps it in. Each bumps the generation and sets a new nonce, so every section cache is
+    /// rejected (`other-model`) and rebuilt. A crash leaves the store at the last version a step
+    /// completed, never a mix; opening again resumes from there.
+    static func migrateIfNeeded(path: String, model: Model, mode: MigrationMode, configuration: Connection.Configuration,
+                                progress: (@Sendable (MigrationProgress) -> Void)? = nil) throws {
+        guard mode.allowsMigration,
               let stored = try storedModel(path: path), stored.versionHash != model.versionHash else { return }
-        let chain = try migrationChain(from: stored, to: model, versions: versions)
+        let chain = try migrationChain(from: stored, to: model, mode: mode)
         KillPoint.hit("migration.begin")
-        do {
-            let db = try Connection(path: path, configuration: configuration)
-            defer { db.close() }
-            try db.transaction(.immediate) {
-                let metadata = try readMetadata(db)
-                let nonce = randomNonce()
-                for migration in chain { try migration.run(on: db, generation: metadata.generation + 1, nonce: nonce) }
+        var index = 0
+        while index < chain.count {
+            if case .mapping(let mapping) = chain[index] {
+                let step = index + 1, version = mapping.model.destination.versionIdentifier
+                do {
+                    try mapping.run(path: path, configuration: configuration, report: progress.map { report in
+                        { done, total in report(MigrationProgress(step: step, stepCount: chain.count, version: version, objectsDone: done, objectsTotal: total)) }
+                    })
+                } catch let error as SQLiteError {
+                    throw StoreError.sqlite(error)
+                }
+                index += 1
+                continue
             }
-            KillPoint.hit("migration.committed")
-        } catch let error as SQLiteError {
-            throw StoreError.sqlite(error)
+            var group: [LightweightMigration] = []
+            while index < chain.count, case .lightweight(let migration) = chain[index] {
+                group.append(migration)
+                index += 1
+            }
+            let firstStep = index - group.count + 1
+            do {
+                let db = try Connection(path: path, configuration: configuration)
+                defer { db.close() }
+                try db.transaction(.immediate) {
+                    let metadata = try readMetadata(db)
+                    let nonce = randomNonce()
+                    for (offset, migration) in group.enumerated() {
+                        let step = firstStep + offset
+                        try migration.run(on: db, generation: metadata.generation + 1, nonce: nonce, report: progress.map { report in
+                            { done, total in
+                                report(MigrationProgress(step: step, stepCount: chain.count, version: migration.destination.versionIdentifier,
+                                                         objectsDone: done, objectsTotal: total))
+                            }
+                        })
+                    }
+                }
+                KillPoint.hit("migration.committed")
+            } catch let error as SQLiteError {
+                throw StoreError.sqlite(error)
+            }
         }
     }
 }

@@ -62,11 +62,12 @@ public final class StoreCoordinator: @unchecked Sendable {
         do {
             existing = try StoreCoordinator.probe(path: path, model: model)
         } catch StoreError.modelMismatch(let storePath, let storeVersion, let storeHash, let modelVersion, let modelHash) {
-            guard case .lightweight = options.migration else {
+            guard options.migration.allowsMigration else {
                 throw StoreError.modelMismatch(path: storePath, storeVersion: storeVersion, storeHash: storeHash,
                                                modelVersion: modelVersion, modelHash: modelHash)
             }
-            try StoreCoordinator.migrateIfNeeded(path: path, model: model, mode: options.migration, configuration: configuration)
+            try StoreCoordinator.migrateIfNeeded(path: path, model: model, mode: options.migration, configuration: configuration,
+                                                 progress: options.migrationProgress)
             existing = try StoreCoordinator.probe(path: path, model: model)
         }
         do {

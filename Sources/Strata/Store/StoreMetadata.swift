@@ -42,6 +42,8 @@ public struct StoreOptions: Sendable {
     public var journalMode: StrataSQLiteJournalMode = .wal
     /// Whether a store made by another model version may be migrated when opened (default: refuse).
     public var migration: MigrationMode = .none
+    /// Called on the opening thread as a migration proceeds: step, objects done and total.
+    public var migrationProgress: (@Sendable (MigrationProgress) -> Void)? = nil
     /// Where section caches live; `nil`: beside the store, in `<store file name>.caches`.
     public var sectionCacheDirectory: URL? = nil
     /// Let SQL errors print statement arguments (off: arguments are user data).

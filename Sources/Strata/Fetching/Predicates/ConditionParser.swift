@@ -329,7 +329,11 @@ struct ConditionParser {
         case .string(let s): advance(); return .constant(.string(s))
         case .integer(let v): advance(); return .constant(.int(v))
         case .double(let v): advance(); return .constant(.double(v))
-        case .variable(let name): advance(); return .variable(name)
+        case .variable(let name):
+            advance()
+            // `$source.height` (a mapping filter): a key path rooted at the variable.
+            if current == .symbol(".") { return .keyPath(try parseKeyPathRest(["$" + name])) }
+            return .variable(name)
         case .format(let spec):
             advance()
             return try substitute(spec, offset: offset)
