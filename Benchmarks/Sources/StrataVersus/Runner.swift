@@ -1,0 +1,760 @@
+import Foundation
+import Strata
+
+// Every workload of issue 9, in the order they run. Each one checks what it read (row counts,
+// decoded rows against the CSV data, sections against counts computed in Swift, statement
+// counts) outside its measured region, and throws when a contender got a different answer.
+
+final class Runner {
+    let options: Options
+    let data: Dataset
+    let scratch: Scratch
+    private(set) var rows: [ResultRow] = []
+
+    /// One store per contender with the real data (from the import workload's last round, or
+    /// built unmeasured when that workload is filtered out).
+    private var realStores: [Contender: StorePath] = [:]
+    /// The growth curve's stores of the current size, and the 1,000,000-row ones kept for the
+    /// controller workloads at the end.
+    private var sizeStores: [Int: [Contender: StorePath]] = [:]
+    /// Strata's cold performFetch median on the real data (for the warm ratio).
+    private var strataCold: Double?
+
+    let plan: Plan
+    let importPlan: Plan
+    let millionPlan: Plan
+    let realGroup: String
+    let sizes: [Int]
+
+    init(options: Options, data: Dataset, scratch: Scratch) {
+        self.options = options
+        self.data = data
+        self.scratch = scratch
+        plan = Plan(iterations: options.iterations ?? (options.quick ? 3 : 5), warmup: 1)
+        // Imports take seconds a round: a quick run does two rounds and no warm-up.
+        importPlan = options.quick ? Plan(iterations: options.iterations ?? 2, warmup: 0) : plan
+        millionPlan = Plan(iterations: options.iterations ?? 3, warmup: 0)
+        realGroup = "nycflights13 (\(formatCount(data.flights.count)) flights)"
+        sizes = options.quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]
+    }
+
+    func run() throws {
+        try checkSchema()
+        try importWorkload()
+        try fetchObjectsWorkload()
+        let jfk = data.airports.first { $0.faa == "JFK" }!.pk
+        try predicateWorkload("predicate origin.faa == 'JFK' AND dep_delay > 60", raw: { try $0.jfkDelayed() },
+                              grdb: { try GRDBSide.jfkDelayed($0) }, strata: try StrataSide.jfkDelayed(),
+                              expected: { f in f.origin == jfk && (f.depDelay ?? -.infinity) > 60 })
+        try predicateWorkload("predicate tailnum BEGINSWITH[c] 'n1'", raw: { try $0.tailnumPrefix() },
+                              grdb: { try GRDBSide.tailnumPrefix($0) }, strata: try StrataSide.tailnumPrefix(),
+                              expected: { f in f.tailnum?.lowercased().hasPrefix("n1") ?? false })
+        try coldPerformFetchWorkload()
+        try warmPerformFetchWorkload()
+        try snapshotWorkload()
+        try reopenWorkload()
+        try migrationWorkload()
+        for size in sizes { try growthWorkloads(size) }
+        try millionControllerWorkloads()
+    }
+
+    private func record(_ row: ResultRow) {
+        rows.append(row)
+        var parts: [String] = []
+        for contender in Contender.allCases {
+            if let v = row.values[contender] { parts.append("\(contender.label) \(row.unit.format(v))") }
+        }
+        var line = "  → " + parts.joined(separator: " · ")
+        if row.values[.strata] != nil, row.values.count > 1 {
+            line += "  (Strata/raw \(formatRatio(row.ratio(.raw)))"
+            if row.values[.grdb] != nil { line += ", Strata/GRDB \(formatRatio(row.ratio(.grdb)))" }
+            line += ")"
+        }
+        if let goal = row.goal { line += "  goal: \(goal) — \(row.met == true ? "met" : "NOT met")" }
+        if let note = row.note { line += "\n    \(note)" }
+        say(line)
+    }
+
+    private func start(_ workload: String, _ plan: Plan? = nil) {
+        let detail = plan.map { " [\($0.iterations) iterations each, \($0.warmup) warm-up]" } ?? ""
+        say("▸ \(workload)\(detail)")
+    }
+
+    // MARK: Schema
+
+    /// The raw and GRDB sides create the tables and indexes Strata creates: checked here
+    /// against a fresh Strata store, statement by statement.
+    private func checkSchema() throws {
+        let store = try scratch.newStore("schema")
+        defer { store.remove() }
+        try StoreCoordinator(model: StrataSide.model, url: store.url).close()
+        let strata = try RawDB(path: store.path).schemaSQL()
+        guard strata == FlightsSQL.schema else {
+            throw VersusError("the raw/GRDB schema differs from Strata's:\nStrata:\n\(strata.joined(separator: "\n"))\nours:\n\(FlightsSQL.schema.joined(separator: "\n"))")
+        }
+        say("Schema: the raw and GRDB tables and indexes match Strata's (\(strata.count) statements)")
+    }
+
+    // MARK: Building stores
+
+    private func rawImport(_ flights: [Flight], label: String) throws -> (StorePath, Double) {
+        let store = try scratch.newStore(label)
+        let seconds: Double = try {
+            let db = try RawDB(path: store.path)
+            try db.createSchema()
+            return try timed { try db.importAll(data, flights: flights) }.1
+        }()
+        return (store, seconds)
+    }
+
+    private func grdbImport(_ flights: [Flight], label: String) throws -> (StorePath, Double) {
+        let store = try scratch.newStore(label)
+        let seconds: Double = try {
+            let queue = try GRDBSide.create(store)
+            return try timed { try GRDBSide.importAll(data, flights: flights, into: queue) }.1
+        }()
+        return (store, seconds)
+    }
+
+    private func strataImport(_ flights: [Flight], label: String) throws -> (StorePath, Double) {
+        let store = try scratch.newStore(label)
+        let container = try PersistentContainer(model: StrataSide.model, url: store.url)
+        let (update, seconds) = try timed { try StrataSide.importAll(data, flights: flights, into: container) }
+        withExtendedLifetime(update) {}
+        container.coordinator.close()
+        return (store, seconds)
+    }
+
+    private func build(_ contender: Contender, _ flights: [Flight], label: String) throws -> (StorePath, Double) {
+        switch contender {
+        case .raw: try rawImport(flights, label: label)
+        case .grdb: try grdbImport(flights, label: label)
+        case .strata: try strataImport(flights, label: label)
+        }
+    }
+
+    /// Checks a built store holds every row (read through the C API, whoever wrote it).
+    private func checkCounts(_ store: StorePath, flights: Int, _ contender: Contender) throws {
+        let db = try RawDB(path: store.path)
+        let counts = [try db.count("Flight"), try db.count("Airline"), try db.count("Airport"), try db.count("Plane")]
+        let expected = [flights, data.airlines.count, data.airports.count, data.planes.count]
+        guard counts == expected else {
+            throw VersusError("\(contender.label) store holds \(counts) rows (flights, airlines, airports, planes), expected \(expected)")
+        }
+    }
+
+    private func realStore(_ contender: Contender) throws -> StorePath {
+        if let store = realStores[contender] { return store }
+        say("  (building the \(contender.label) store of the real data, unmeasured)")
+        let store = try build(contender, data.flights, label: "\(contender.tag)-real").0
+        realStores[contender] = store
+        return store
+    }
+
+    private func sizeStore(_ size: Int, _ contender: Contender, flights: () -> [Flight]) throws -> StorePath {
+        if let store = sizeStores[size]?[contender] { return store }
+        say("  (building the \(contender.label) store of \(formatCount(size)) flights, unmeasured)")
+        let store = try build(contender, flights(), label: "\(contender.tag)-\(size)").0
+        sizeStores[size, default: [:]][contender] = store
+        return store
+    }
+
+    // MARK: Import
+
+    /// Builds a store per contender per round; the last round's stores are kept for the
+    /// workloads that follow.
+    private func importRounds(_ flights: [Flight], plan: Plan, label: String, keep: @escaping (Contender, StorePath) -> Void) throws -> [Contender: [Double]] {
+        try interleave(plan, Contender.allCases.map { contender in
+            (contender, { _, isLast in
+                let (store, seconds) = try self.build(contender, flights, label: "\(contender.tag)-\(label)")
+                if isLast {
+                    try self.checkCounts(store, flights: flights.count, contender)
+                    keep(contender, store)
+                } else {
+                    store.remove()
+                }
+                return seconds
+            })
+        })
+    }
+
+    private func importWorkload() throws {
+        let name = "import (airlines, airports, planes, then flights)"
+        guard options.includes(name) else { return }
+        start(name, importPlan)
+        let samples = try importRounds(data.flights, plan: importPlan, label: "real") { contender, store in
+            self.realStores[contender]?.remove()
+            self.realStores[contender] = store
+        }
+        let r = ratioRow(name, rows: data.flights.count + 16 + 1458 + 3322, .milliseconds, samples)
+        record(withImportGoal(r, note: "raw: 4 prepared INSERTs in one BEGIN IMMEDIATE…COMMIT; GRDB: record.insert(db) in one queue.write; Strata: update context → saveToStore() (update → main → writer → disk)"))
+    }
+
+    /// Goal of import and fetch: ≤ 1.5× raw and faster than GRDB.
+    private func withImportGoal(_ row: ResultRow, note: String? = nil) -> ResultRow {
+        var row = row
+        row.goal = "≤ 1.5× raw and < GRDB"
+        if let toRaw = row.ratio(.raw), let toGRDB = row.ratio(.grdb) { row.met = toRaw <= 1.5 && toGRDB < 1 }
+        row.note = note
+        return row
+    }
+
+    private func ratioRow(_ name: String, group: String? = nil, rows: Int?, _ unit: Unit, _ samples: [Contender: [Double]]) -> ResultRow {
+        var row = ResultRow(group: group ?? realGroup, workload: name, rows: rows, unit: unit)
+        for (contender, values) in samples { row.values[contender] = median(values) }
+        return row
+    }
+
+    // MARK: Fetch all flights as objects
+
+    private func expectedChecksum(_ flights: [Flight]) -> Double {
+        var sum = 0.0
+        for f in flights {
+            var s = 0.0
+            s += Double(f.year); s += Double(f.month); s += Double(f.day); s += Double(f.depTime ?? 0)
+            s += Double(f.schedDepTime); s += f.depDelay ?? 0; s += Double(f.arrTime ?? 0); s += Double(f.schedArrTime)
+            s += f.arrDelay ?? 0; s += Double(f.flight); s += Double((f.tailnum ?? "").utf8.count); s += f.airTime ?? 0
+            s += f.distance; s += Double(f.hour); s += Double(f.minute); s += f.timeHour.timeIntervalSinceReferenceDate
+            sum += s
+        }
+        return sum
+    }
+
+    /// One round of "fetch every flight" per contender on `stores`; checks on the last round.
+    private func fetchRounds(_ flights: [Flight], plan: Plan, stores: [Contender: StorePath]) throws -> [Contender: [Double]] {
+        let checksum = expectedChecksum(flights)
+        return try interleave(plan, [
+            (Contender.raw, { _, isLast in
+                let db = try RawDB(path: stores[.raw]!.path)
+                let (rows, seconds) = try timed { try db.allFlights() }
+                if isLast, rows != flights { throw VersusError("raw SQLite read back \(rows.count) flights that differ from the CSV's") }
+                return seconds
+            }),
+            (.grdb, { _, isLast in
+                let queue = try GRDBSide.open(stores[.grdb]!)
+                let (rows, seconds) = try timed { try GRDBSide.allFlights(queue) }
+                if isLast, rows != flights { throw VersusError("GRDB read back \(rows.count) flights that differ from the CSV's") }
+                return seconds
+            }),
+            (.strata, { _, isLast in
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: stores[.strata]!.url)
+                defer { coordinator.close() }
+                let context = coordinator.newContext()
+                let (result, seconds) = try timed { try StrataSide.fetchAllAndRead(context) }
+                if isLast, result.objects.count != flights.count || abs(result.checksum - checksum) > abs(checksum) * 1e-12 {
+                    throw VersusError("Strata read \(result.objects.count) flights, checksum \(result.checksum), expected \(flights.count), \(checksum)")
+                }
+                return seconds
+            }),
+        ])
+    }
+
+    private func fetchObjectsWorkload() throws {
+        let name = "fetch all flights as objects"
+        guard options.includes(name) else { return }
+        start(name, plan)
+        let stores = try Dictionary(uniqueKeysWithValues: Contender.allCases.map { ($0, try realStore($0)) })
+        let samples = try fetchRounds(data.flights, plan: plan, stores: stores)
+        // Where Strata's time goes: the same fetch without reading the attributes.
+        let fetchOnly = try interleave(plan, [
+            ("fetch only", { _, _ in
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: stores[.strata]!.url)
+                defer { coordinator.close() }
+                let (objects, seconds) = try timed { try StrataSide.fetchAll(coordinator.newContext()) }
+                guard objects.count == self.data.flights.count else { throw VersusError("Strata fetched \(objects.count) flights") }
+                return seconds
+            }),
+            ("value(forKey:)", { _, _ in
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: stores[.strata]!.url)
+                defer { coordinator.close() }
+                let (result, seconds) = try timed { try StrataSide.fetchAllAndReadUntyped(coordinator.newContext()) }
+                guard result.objects.count == self.data.flights.count else { throw VersusError("Strata fetched \(result.objects.count) flights") }
+                return seconds
+            }),
+        ])
+        record(withImportGoal(ratioRow(name, rows: data.flights.count, .milliseconds, samples),
+                              note: "raw/GRDB: SELECT every column ORDER BY _pk decoded into structs; Strata: context.fetch + every attribute read once (typed subscript); "
+                                + "Strata's context.fetch alone, no attribute read: \(Unit.milliseconds.format(median(fetchOnly["fetch only"] ?? []))); "
+                                + "with the attributes read through value(forKey:) instead: \(Unit.milliseconds.format(median(fetchOnly["value(forKey:)"] ?? [])))"))
+    }
+
+    // MARK: Predicates
+
+    private func predicateWorkload(_ name: String, raw: @escaping (RawDB) throws -> [Flight], grdb: @escaping (DatabaseQueueHandle) throws -> [Flight],
+                                   strata condition: Condition, expected: (Flight) -> Bool) throws {
+        guard options.includes(name) else { return }
+        start(name, plan)
+        let count = data.flights.filter(expected).count
+        let stores = try Dictionary(uniqueKeysWithValues: Contender.allCases.map { ($0, try realStore($0)) })
+        let samples = try interleave(plan, [
+            (Contender.raw, { _, _ in
+                let db = try RawDB(path: stores[.raw]!.path)
+                let (rows, seconds) = try timed { try raw(db) }
+                guard rows.count == count else { throw VersusError("raw SQLite found \(rows.count), expected \(count)") }
+                return seconds
+            }),
+            (.grdb, { _, _ in
+                let queue = try GRDBSide.open(stores[.grdb]!)
+                let (rows, seconds) = try timed { try grdb(queue) }
+                guard rows.count == count else { throw VersusError("GRDB found \(rows.count), expected \(count)") }
+                return seconds
+            }),
+            (.strata, { _, _ in
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: stores[.strata]!.url)
+                defer { coordinator.close() }
+                let context = coordinator.newContext()
+                let (objects, seconds) = try timed { try StrataSide.fetch(context, condition) }
+                let found = objects.count
+                guard found == count else { throw VersusError("Strata found \(found), expected \(count)") }
+                return seconds
+            }),
+        ])
+        var row = ratioRow(name, rows: count, .milliseconds, samples)
+        row.note = "\(formatCount(count)) matching flights fetched as structs / objects; raw and GRDB: hand-written SQL (JOIN / LIKE)"
+        record(row)
+    }
+
+    // MARK: The results controller
+
+    private func coldPerformFetchWorkload() throws {
+        let name = "frc cold performFetch (sections by airline.name)"
+        guard options.includes(name) else { return }
+        start(name, plan)
+        let stores = try Dictionary(uniqueKeysWithValues: Contender.allCases.map { ($0, try realStore($0)) })
+        let (samples, selects) = try performFetchRounds(data.flights, plan: plan, stores: stores)
+        strataCold = samples[.strata].map(median)
+        // How much of Strata's time is its SQL: its own statement, run through the C API.
+        let strataSQL = try listStatement(stores[.strata]!)
+        let same = try interleave(plan, [
+            ("Strata's SQL", { _, _ in
+                let db = try RawDB(path: stores[.raw]!.path)
+                let (rows, seconds) = try timed { try db.decodedRows(strataSQL) }
+                guard rows.count == self.data.flights.count else { throw VersusError("Strata's SQL read \(rows.count) rows") }
+                return seconds
+            }),
+        ])
+        var row = ratioRow(name, rows: data.flights.count, .milliseconds, samples)
+        row.goal = "≤ 1.2× raw"
+        row.met = row.ratio(.raw).map { $0 <= 1.2 }
+        row.note = "raw/GRDB: ordered-ID query + GROUP BY section counts; Strata: performFetch() + sections, \(selects) SELECT statement(s). "
+            + "Strata's statement run and decoded through the C API alone: \(Unit.milliseconds.format(median(same["Strata's SQL"] ?? []))) (`\(strataSQL)`)"
+        record(row)
+    }
+
+    /// Rounds of opening the list; returns the samples and the SELECTs Strata ran in its last round.
+    private func performFetchRounds(_ flights: [Flight], plan: Plan, stores: [Contender: StorePath]) throws -> ([Contender: [Double]], Int) {
+        let sections = data.expectedSections(flights)
+        func check(_ found: [(name: String, count: Int)], _ ids: Int?, _ who: String) throws {
+            guard found.count == sections.count, zip(found, sections).allSatisfy({ $0.name == $1.name && $0.count == $1.count }),
+                  ids == nil || ids == flights.count else {
+                throw VersusError("\(who) found sections \(found.prefix(3))… (\(ids ?? -1) IDs), expected \(sections.prefix(3))…")
+            }
+        }
+        var selects = 0
+        let samples = try interleave(plan, [
+            (Contender.raw, { _, _ in
+                let db = try RawDB(path: stores[.raw]!.path)
+                let (list, seconds) = try timed { try db.listIDsAndSections() }
+                try check(list.sections, list.ids.count, "raw SQLite")
+                return seconds
+            }),
+            (.grdb, { _, _ in
+                let queue = try GRDBSide.open(stores[.grdb]!)
+                let (list, seconds) = try timed { try GRDBSide.listIDsAndSections(queue) }
+                try check(list.sections, list.ids.count, "GRDB")
+                return seconds
+            }),
+            (.strata, { _, _ in
+                let container = try PersistentContainer(model: StrataSide.model, url: stores[.strata]!.url)
+                defer { container.coordinator.close() }
+                container.coordinator.resetStatistics()
+                let (list, seconds) = try timed { try StrataSide.openList(container) }
+                selects = container.coordinator.statistics.executions(startingWith: "SELECT")
+                try check(list.sections, nil, "Strata")
+                return seconds
+            }),
+        ])
+        return (samples, selects)
+    }
+
+    /// The statement Strata's controller runs for the list (from its SQL trace).
+    private func listStatement(_ store: StorePath) throws -> String {
+        let container = try PersistentContainer(model: StrataSide.model, url: store.url)
+        defer { container.coordinator.close() }
+        let trace = TraceLog()
+        container.coordinator.setTrace { trace.append($0) }
+        _ = try StrataSide.openList(container)
+        container.coordinator.setTrace(nil)
+        guard let sql = trace.all.first(where: { $0.hasPrefix("SELECT") && $0.contains("\"Flight\"") && $0.contains("ORDER BY") }) else {
+            throw VersusError("no list statement in Strata's trace: \(trace.all)")
+        }
+        return sql
+    }
+
+    private func warmPerformFetchWorkload() throws {
+        let name = "frc warm performFetch (valid section cache)"
+        guard options.includes(name) else { return }
+        start(name, plan)
+        let store = try realStore(.strata)
+        let count = data.flights.count
+        let samples = try interleave(plan, [
+            ("cold", { _, _ in
+                let container = try PersistentContainer(model: StrataSide.model, url: store.url)
+                defer { container.coordinator.close() }
+                _ = try container.coordinator.deleteCache(named: StrataSide.cacheName)
+                let (list, seconds) = try timed { try StrataSide.openList(container, cacheName: StrataSide.cacheName) }
+                container.coordinator.waitForCacheWrites()
+                guard !list.servedFromCache, list.sections.reduce(0, { $0 + $1.count }) == count else {
+                    throw VersusError("cold fetch served from cache: \(list.servedFromCache)")
+                }
+                return seconds
+            }),
+            ("warm", { _, _ in
+                let container = try PersistentContainer(model: StrataSide.model, url: store.url)
+                defer { container.coordinator.close() }
+                let (list, seconds) = try timed { try StrataSide.openList(container, cacheName: StrataSide.cacheName) }
+                guard list.servedFromCache, list.sections.reduce(0, { $0 + $1.count }) == count else {
+                    throw VersusError("warm fetch not served from cache (\(list.sections.count) sections)")
+                }
+                return seconds
+            }),
+        ])
+        let cold = median(samples["cold"] ?? []), warm = median(samples["warm"] ?? [])
+        var row = ResultRow(group: realGroup, workload: name, rows: count, unit: .milliseconds, values: [.strata: warm])
+        row.goal = "≥ 20× faster than cold"
+        row.met = cold / warm >= 20
+        row.note = "Strata only: cold with the cache file removed \(Unit.milliseconds.format(cold)) (same run) → \(formatRatio(cold / warm)) faster"
+            + (strataCold.map { "; cold without a cache name: \(Unit.milliseconds.format($0))" } ?? "")
+        record(row)
+
+        // Bytes per ID of the cache file just written.
+        do {
+            let cacheName = "cache bytes per ID"
+            let bytes = try SectionCacheStore(storeURL: store.url).read(named: StrataSide.cacheName).count
+            var cacheRow = ResultRow(group: realGroup, workload: cacheName, rows: count, unit: .bytes,
+                                     values: [.strata: Double(bytes) / Double(count)])
+            cacheRow.goal = "≤ 3 B per ID"
+            cacheRow.met = Double(bytes) / Double(count) <= 3
+            cacheRow.note = "section cache file \(formatCount(bytes)) bytes for \(formatCount(count)) IDs"
+            record(cacheRow)
+        }
+    }
+
+    private func snapshotWorkload() throws {
+        let name = "frc snapshot (fetchBatchSize 50)"
+        guard options.includes(name) else { return }
+        start(name, plan)
+        let store = try realStore(.strata)
+        var rowFetches: [Int] = [], screenStatements: [Int] = [], screenTimes: [Double] = []
+        let samples = try interleave(plan, [
+            ("snapshot", { _, _ in
+                let container = try PersistentContainer(model: StrataSide.model, url: store.url)
+                defer { container.coordinator.close() }
+                let trace = TraceLog()
+                container.coordinator.setTrace { trace.append($0) }
+                let main = container.mainContext
+                return try main.performAndWait {
+                    let controller = FetchedResultsController(fetchRequest: StrataSide.listRequest(), managedObjectContext: main,
+                                                              sectionNameKeyPath: "airline.name")
+                    try controller.performFetch()
+                    trace.reset()
+                    // The snapshot a diffable data source applies: sections and every ID.
+                    let (ids, seconds) = timed { () -> Int in
+                        let snapshot = controller.snapshot
+                        var n = 0
+                        for section in snapshot.sections { n += section.objectIDs.count }
+                        return n
+                    }
+                    rowFetches.append(trace.flightSelects)
+                    guard ids == self.data.flights.count else { throw VersusError("snapshot holds \(ids) IDs") }
+                    // The first screen: 50 objects of the first section, one attribute each.
+                    trace.reset()
+                    let (_, screen) = try timed {
+                        for item in 0..<50 {
+                            _ = StrataSide.readAttributes(try controller.object(at: FetchedIndexPath(item: item, section: 0)))
+                        }
+                    }
+                    screenStatements.append(trace.flightSelects)
+                    screenTimes.append(screen)
+                    container.coordinator.setTrace(nil)
+                    return seconds
+                }
+            }),
+        ])
+        let fetches = rowFetches.max() ?? -1
+        var row = ResultRow(group: realGroup, workload: name + ": row fetches", rows: data.flights.count, unit: .count,
+                            values: [.strata: Double(fetches)])
+        row.goal = "0 row fetches"
+        row.met = fetches == 0
+        row.note = "snapshot with every section's IDs in \(Unit.microseconds.format(median(samples["snapshot"] ?? []))); "
+            + "then the first 50 objects: \(screenStatements.max() ?? -1) SELECT(s) on Flight in \(Unit.microseconds.format(median(screenTimes)))"
+        record(row)
+    }
+
+    // MARK: Reopen
+
+    private func reopenWorkload() throws {
+        let name = "reopen + first 50 flights in list order"
+        guard options.includes(name) else { return }
+        start(name, plan)
+        let stores = try Dictionary(uniqueKeysWithValues: Contender.allCases.map { ($0, try realStore($0)) })
+        let samples = try interleave(plan, [
+            (Contender.raw, { _, _ in
+                let ((db, rows), seconds) = try timed { () -> (RawDB, [Flight]) in
+                    let db = try RawDB(path: stores[.raw]!.path)
+                    return (db, try db.flights(FlightsSQL.first50))
+                }
+                withExtendedLifetime(db) {}
+                guard rows.count == 50 else { throw VersusError("raw read \(rows.count) rows") }
+                return seconds
+            }),
+            (.grdb, { _, _ in
+                let ((queue, rows), seconds) = try timed { () -> (DatabaseQueueHandle, [Flight]) in
+                    let queue = try GRDBSide.open(stores[.grdb]!)
+                    return (queue, try GRDBSide.first50(queue))
+                }
+                withExtendedLifetime(queue) {}
+                guard rows.count == 50 else { throw VersusError("GRDB read \(rows.count) rows") }
+                return seconds
+            }),
+            (.strata, { _, _ in
+                let ((coordinator, count), seconds) = try timed { () -> (StoreCoordinator, Int) in
+                    let coordinator = try StoreCoordinator(model: StrataSide.model, url: stores[.strata]!.url)
+                    return (coordinator, try StrataSide.first50(coordinator.newContext()))
+                }
+                coordinator.close()
+                guard count == 50 else { throw VersusError("Strata read \(count) objects") }
+                return seconds
+            }),
+        ])
+        var row = ratioRow(name, rows: 50, .milliseconds, samples)
+        row.note = "open the store, then the first 50 rows ordered by airline.name, sched_dep_time (LIMIT 50; Strata: a fetch with fetchLimit 50)"
+        record(row)
+
+        // Strata's own launch path: the controller from its section cache, then 50 objects.
+        let cachedName = "reopen + first screen from the section cache (Strata)"
+        let cacheStore = store(withCache: stores[.strata]!)
+        let cached = try interleave(plan, [
+            (Contender.strata, { _, _ in
+                let ((container, objects), seconds) = try timed { () -> (PersistentContainer, Int) in
+                    let container = try PersistentContainer(model: StrataSide.model, url: cacheStore.url)
+                    let main = container.mainContext
+                    let objects = try main.performAndWait {
+                        let controller = FetchedResultsController(fetchRequest: StrataSide.listRequest(), managedObjectContext: main,
+                                                                  sectionNameKeyPath: "airline.name", cacheName: StrataSide.cacheName)
+                        try controller.performFetch()
+                        guard controller.servedFromCache else { throw VersusError("the section cache was not served") }
+                        var n = 0
+                        for item in 0..<50 {
+                            _ = try controller.object(at: FetchedIndexPath(item: item, section: 0))
+                            n += 1
+                        }
+                        return n
+                    }
+                    return (container, objects)
+                }
+                container.coordinator.close()
+                guard objects == 50 else { throw VersusError("read \(objects) objects") }
+                return seconds
+            }),
+        ])
+        var cachedRow = ratioRow(cachedName, rows: data.flights.count, .milliseconds, cached)
+        cachedRow.note = "PersistentContainer + controller with cacheName (valid cache) + object(at:) for the first 50 rows"
+        record(cachedRow)
+    }
+
+    /// The real Strata store with a valid section cache written.
+    private func store(withCache store: StorePath) -> StorePath {
+        if (try? SectionCacheStore(storeURL: store.url).read(named: StrataSide.cacheName)) == nil {
+            if let container = try? PersistentContainer(model: StrataSide.model, url: store.url) {
+                _ = try? StrataSide.openList(container, cacheName: StrataSide.cacheName)
+                container.coordinator.waitForCacheWrites()
+                container.coordinator.close()
+            }
+        }
+        return store
+    }
+
+    // MARK: Migration
+
+    private func migrationWorkload() throws {
+        let name = "lightweight migration: add Flight.status with a default"
+        guard options.includes(name) else { return }
+        start(name, plan)
+        let stores = try Dictionary(uniqueKeysWithValues: Contender.allCases.map { ($0, try realStore($0)) })
+        let samples = try interleave(plan, [
+            (Contender.raw, { _, _ in
+                let copy = try stores[.raw]!.copy(in: self.scratch, label: "raw-migrate")
+                defer { copy.remove() }
+                let (db, seconds) = try timed { () -> RawDB in
+                    let db = try RawDB(path: copy.path)
+                    try db.addStatusColumn()
+                    return db
+                }
+                withExtendedLifetime(db) {}
+                return seconds
+            }),
+            (.grdb, { _, _ in
+                let copy = try stores[.grdb]!.copy(in: self.scratch, label: "grdb-migrate")
+                defer { copy.remove() }
+                let (queue, seconds) = try timed { try GRDBSide.migrate(copy) }
+                guard try GRDBSide.appliedMigrations(queue) == ["v1", "v2"] else { throw VersusError("GRDB did not migrate") }
+                return seconds
+            }),
+            (.strata, { _, _ in
+                let copy = try stores[.strata]!.copy(in: self.scratch, label: "strata-migrate")
+                defer { copy.remove() }
+                var options = StoreOptions()
+                options.migration = .lightweight()
+                let (coordinator, seconds) = try timed {
+                    try StoreCoordinator(model: StrataSide.modelV2, url: copy.url, options: options)
+                }
+                defer { coordinator.close() }
+                guard try coordinator.metadata().modelHash == StrataSide.modelV2.versionHash else {
+                    throw VersusError("the Strata store was not migrated")
+                }
+                return seconds
+            }),
+        ])
+        // Strata's figure includes opening the store: its plain open, for scale.
+        let open = try interleave(plan, [
+            ("open", { _, _ in
+                let (coordinator, seconds) = try timed { try StoreCoordinator(model: StrataSide.model, url: stores[.strata]!.url) }
+                coordinator.close()
+                return seconds
+            }),
+        ])
+        var row = ratioRow(name, rows: data.flights.count, .milliseconds, samples)
+        row.note = "each on a fresh copy, opening included: raw ALTER TABLE ADD COLUMN in a transaction; GRDB DatabaseMigrator v2 (alter table); Strata StoreCoordinator(model: v2, migration: .lightweight()). "
+            + "Strata opening the store without a migration: \(Unit.milliseconds.format(median(open["open"] ?? [])))"
+        record(row)
+    }
+
+    // MARK: Growth curve
+
+    private func growthWorkloads(_ size: Int) throws {
+        let label = size >= 1_000_000 ? "\(size / 1_000_000)M" : "\(size / 1000)k"
+        let group = "growth (synthetic flights)"
+        let plan = size >= 1_000_000 ? millionPlan : self.plan
+        let insertName = "growth insert \(label)", fetchName = "growth fetch objects \(label)",
+            frcName = "growth performFetch \(label)"
+        // (The controller workloads at the end build the 1,000,000-row stores themselves when
+        // the growth curve did not.)
+        guard [insertName, fetchName, frcName].contains(where: options.includes) else { return }
+        let flights = data.scaledFlights(size)
+        func perRow(_ samples: [Contender: [Double]]) -> [Contender: [Double]] {
+            samples.mapValues { $0.map { $0 / Double(size) } }
+        }
+        if options.includes(insertName) {
+            let plan = size >= 1_000_000 ? millionPlan : importPlan
+            start(insertName, plan)
+            let samples = try importRounds(flights, plan: plan, label: label) { contender, store in
+                self.sizeStores[size]?[contender]?.remove()
+                self.sizeStores[size, default: [:]][contender] = store
+            }
+            record(ratioRow("insert", group: group, rows: size, .nanosecondsPerRow, perRow(samples)))
+        }
+        let stores = try Dictionary(uniqueKeysWithValues: Contender.allCases.map { ($0, try sizeStore(size, $0) { flights }) })
+        if options.includes(fetchName) {
+            start(fetchName, plan)
+            record(ratioRow("fetch objects", group: group, rows: size, .nanosecondsPerRow,
+                            perRow(try fetchRounds(flights, plan: plan, stores: stores))))
+        }
+        if options.includes(frcName) {
+            start(frcName, plan)
+            record(ratioRow("performFetch (cold)", group: group, rows: size, .nanosecondsPerRow,
+                            perRow(try performFetchRounds(flights, plan: plan, stores: stores).0)))
+        }
+        // Only the 1,000,000-row stores stay, for the controller workloads.
+        if size != 1_000_000 {
+            if let stores = sizeStores[size] { for store in stores.values { store.remove() } }
+            sizeStores[size] = nil
+        }
+    }
+
+    // MARK: The 1,000,000-row controller
+
+    private func millionControllerWorkloads() throws {
+        let memoryName = "frc memory 1M", changeName = "frc change 1M", cacheName = "frc cache bytes 1M"
+        guard [memoryName, changeName, cacheName].contains(where: options.includes) else { return }
+        // Quick runs have no 1M stores: the real data's stores stand in (labelled as such).
+        let size = options.quick ? data.flights.count : 1_000_000
+        let label = options.quick ? "\(formatCount(size)) rows (quick: real data, not 1M)" : "1,000,000 rows"
+        let group = "results controller, \(label)"
+        let store: (Contender) throws -> StorePath = { contender in
+            self.options.quick ? try self.realStore(contender) : try self.sizeStore(size, contender) { self.data.scaledFlights(size) }
+        }
+
+        if options.includes(memoryName) {
+            start(memoryName)
+            var values: [Contender: Double] = [:]
+            do {
+                let db = try RawDB(path: try store(.raw).path)
+                let before = residentBytes()
+                let keys = try db.orderedIDs()
+                values[.raw] = Double(residentBytes() - before) / Double(keys.count)
+            }
+            do {
+                let queue = try GRDBSide.open(try store(.grdb))
+                let before = residentBytes()
+                let keys = try GRDBSide.orderedIDs(queue)
+                values[.grdb] = Double(residentBytes() - before) / Double(keys.count)
+            }
+            let container = try PersistentContainer(model: StrataSide.model, url: try store(.strata).url)
+            defer { container.coordinator.close() }
+            let main = container.mainContext
+            let recorder = ChangeRecorder()
+            let (grown, layout, count) = try main.performAndWait {
+                let before = residentBytes()
+                let controller = FetchedResultsController(fetchRequest: StrataSide.listRequest(), managedObjectContext: main,
+                                                          sectionNameKeyPath: "airline.name")
+                try controller.performFetch()
+                controller.delegate = recorder
+                let grown = residentBytes() - before
+                return (grown, controller.layoutBytes, controller.numberOfObjects)
+            }
+            guard count == size else { throw VersusError("controller holds \(count) rows, expected \(size)") }
+            values[.strata] = Double(grown) / Double(count)
+            var row = ResultRow(group: group, workload: "resident bytes per row", rows: size, unit: .bytes, values: values)
+            row.goal = "≤ 24 B per row"
+            row.met = Double(grown) / Double(count) <= 24
+            row.note = "resident growth around performFetch (tracking controller); raw/GRDB: the ordered keys as [Int64]; Strata layoutBytes \(formatNumber(Double(layout) / Double(count))) B/row"
+            record(row)
+        }
+
+        if options.includes(cacheName), !options.quick {
+            start(cacheName)
+            let url = try store(.strata).url
+            let container = try PersistentContainer(model: StrataSide.model, url: url)
+            let list = try StrataSide.openList(container, cacheName: StrataSide.cacheName)
+            container.coordinator.waitForCacheWrites()
+            container.coordinator.close()
+            let ids = list.sections.reduce(0) { $0 + $1.count }
+            let bytes = try SectionCacheStore(storeURL: url).read(named: StrataSide.cacheName).count
+            var row = ResultRow(group: group, workload: "cache bytes per ID", rows: ids, unit: .bytes,
+                                values: [.strata: Double(bytes) / Double(ids)])
+            row.goal = "≤ 3 B per ID"
+            row.met = Double(bytes) / Double(ids) <= 3
+            row.note = "section cache file \(formatCount(bytes)) bytes"
+            record(row)
+        }
+
+        if options.includes(changeName) {
+            let changePlan = Plan(iterations: max(options.iterations ?? 10, 5), warmup: 2)
+            start(changeName, changePlan)
+            let fixture = try ChangeFixture(store: try store(.strata))
+            defer { fixture.close() }
+            let samples = try interleave(changePlan, [
+                ("save", { _, _ in try fixture.moveTarget(cascade: false) }),
+                ("saveToStore", { _, _ in try fixture.moveTarget(cascade: true) }),
+            ])
+            let save = median(samples["save"] ?? []), cascade = median(samples["saveToStore"] ?? [])
+            var row = ResultRow(group: group, workload: "one-flight change → delegate", rows: fixture.rowCount,
+                                unit: .microseconds, values: [.strata: save])
+            row.goal = "< 1 ms"
+            row.met = save < 0.001
+            row.note = "update context save() into main → controllerDidChangeContent (one move within a section); through saveToStore() (commit included): \(Unit.microseconds.format(cascade))"
+            record(row)
+        }
+    }
+}

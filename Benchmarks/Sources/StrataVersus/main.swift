@@ -1,0 +1,66 @@
+import Foundation
+
+// StrataVersus (issue 9): Strata beside the raw SQLite C API and GRDB 7.10 on the nycflights13
+// data, every workload interleaved in one run. `Benchmarks/run` fetches the data and runs this in
+// release mode; see Benchmarks/README.md, "Real data: Strata vs raw SQLite vs GRDB".
+
+/// The Benchmarks package folder (this file is Sources/StrataVersus/main.swift in it).
+let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+func main() throws {
+    let options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
+    if options.help {
+        say(Options.usage)
+        return
+    }
+    #if DEBUG
+    say("warning: a debug build; measure with `swift run -c release StrataVersus` (Benchmarks/run does)")
+    #endif
+    let began = clock.now
+    let machine = Machine.current()
+    say("Machine: \(machine.line)")
+
+    let dataDirectory = packageDirectory.appendingPathComponent("data")
+    let (data, loadSeconds) = try timed { try Dataset.load(from: dataDirectory) }
+    say("Data: \(formatCount(data.flights.count)) flights, \(data.airlines.count) airlines, \(formatCount(data.airports.count)) airports, "
+        + "\(formatCount(data.planes.count)) planes from \(dataDirectory.path) (CSV parsed in \(Unit.milliseconds.format(loadSeconds)))")
+
+    let scratch = try Scratch()
+    defer { scratch.removeAll() }
+    let runner = Runner(options: options, data: data, scratch: scratch)
+    try runner.run()
+
+    let elapsed = (clock.now - began).seconds
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.dateFormat = "yyyy-MM-dd"
+    let date = formatter.string(from: Date())
+    var kind = options.quick ? "quick" : "full"
+    if let filter = options.filter { kind = (options.quick ? "quick, " : "") + "only the workloads matching '\(filter)'" }
+    let description = "Run: \(kind); \(runner.plan.iterations) measured iterations per contender after \(runner.plan.warmup) warm-up, "
+        + "the contenders interleaved round by round"
+        + (options.quick ? " (imports: \(runner.importPlan.iterations) iterations, no warm-up)"
+                         : " (1,000,000-row sizes: \(runner.millionPlan.iterations) iterations, no warm-up)")
+        + "; growth sizes \(runner.sizes.map(formatCount).joined(separator: " / ")); \(Int(elapsed / 60)) min \(Int(elapsed) % 60) s in all."
+    let report = Report(date: date, machine: machine, runDescription: description, rows: runner.rows, sizes: runner.sizes)
+    let text = report.markdown()
+    say("")
+    say(text)
+
+    let results = packageDirectory.appendingPathComponent("results")
+    try FileManager.default.createDirectory(at: results, withIntermediateDirectories: true)
+    let suffix = options.filter != nil ? "-partial" : options.quick ? "-quick" : ""
+    let file = results.appendingPathComponent("\(date)\(suffix).md")
+    let temporary = results.appendingPathComponent("\(date)\(suffix).md.tmp")
+    try Data((text + "\n").utf8).write(to: temporary)
+    _ = try? FileManager.default.removeItem(at: file)
+    try FileManager.default.moveItem(at: temporary, to: file)
+    say("Written to \(file.path)")
+}
+
+do {
+    try main()
+} catch {
+    FileHandle.standardError.write(Data("StrataVersus: \(error)\n".utf8))
+    exit(1)
+}
