@@ -12,13 +12,19 @@ extension ManagedObjectContext {
         let plan = try FetchPlan(request, schema: schema)
         if hasPendingChanges(for: plan) { return try fetchMergingPendingChanges(plan) }
         let sql = plan.selectSQL(plan.columnList)
-        return try coordinator.withConnection { db in
+        let rows = try coordinator.withConnection { db in
             var rows: [(Int64, RowSnapshot)] = []
             let statement = try db.cachedStatement(sql)
             try statement.bind(plan.arguments)
             try statement.forEachRow { rows.append(($0.int64(at: 0), RowSnapshot(statement: $0, info: plan.info))) }
             return rows
-        }.map { register(plan.info, $0.0, $0.1) }
+        }
+        // One growth of the registry instead of a rehash at every doubling.
+        registered.reserveCapacity(registered.count + rows.count)
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(rows.count)
+        for (key, row) in rows { objects.append(register(plan.info, key, row)) }
+        return objects
     }
 
     /// Typed fetch: the objects as `T` (the class named for the entity in the model).

@@ -95,6 +95,74 @@ extension ManagedObject {
         }
     }
 
+    // MARK: Concrete typed access
+    //
+    // The generic subscript above runs unspecialised from an app's module (a witness-table call
+    // per value); these overloads for the common types are what `self[attribute: "name"] as
+    // String?` picks, and skip the `Any` box on the way in.
+
+    public subscript(attribute key: String) -> Int64? {
+        get { typedRead(key) }
+        set { typedWrite(key, newValue.map(AttributeValue.int64), newValue) }
+    }
+    public subscript(attribute key: String) -> Int? {
+        get { typedRead(key) }
+        set { typedWrite(key, newValue.map { .int64(Int64($0)) }, newValue) }
+    }
+    public subscript(attribute key: String) -> Double? {
+        get { typedRead(key) }
+        set { typedWrite(key, newValue.map(AttributeValue.double), newValue) }
+    }
+    public subscript(attribute key: String) -> String? {
+        get { typedRead(key) }
+        set { typedWrite(key, newValue.map(AttributeValue.string), newValue) }
+    }
+    public subscript(attribute key: String) -> Bool? {
+        get { typedRead(key) }
+        set { typedWrite(key, newValue.map(AttributeValue.bool), newValue) }
+    }
+    public subscript(attribute key: String) -> Date? {
+        get { typedRead(key) }
+        set { typedWrite(key, newValue.map(AttributeValue.date), newValue) }
+    }
+
+    @inline(__always)
+    private func typedRead<Value: AttributeConvertible>(_ key: String) -> Value? {
+        guard case .attribute(let index)? = info.slot(key) else { misuse(key, "an attribute") }
+        let context = liveContext()
+        if isFault { guard (try? context.fulfill(self)) != nil else { return nil } }
+        guard let value = current.attributes[index] else { return nil }
+        guard let typed = Value(attributeValue: value) else {
+            preconditionFailure("\(info.name).\(key) holds \(value.type), not \(Value.self): declare the property as the attribute's type.")
+        }
+        return typed
+    }
+
+    /// Sets `value` directly when it already has the attribute's type; otherwise (an `Int64` for an
+    /// `int16` attribute, a wrong type) goes through ``setValue(_:forKey:)`` with `original`, which
+    /// converts or explains.
+    @inline(__always)
+    private func typedWrite(_ key: String, _ value: AttributeValue?, _ original: Any?) {
+        guard case .attribute(let index)? = info.slot(key) else { misuse(key, "an attribute") }
+        let exact: Bool
+        switch value {
+        case nil: exact = true
+        case .double(let v)?: exact = !v.isNaN && info.attributeTypes[index] == .double
+        case let v?: exact = v.type == info.attributeTypes[index]
+        }
+        do {
+            if exact {
+                let context = liveContext()
+                try context.fulfill(self)
+                try context.setAttribute(self, index, value)
+            } else {
+                try setValue(original, forKey: key)
+            }
+        } catch {
+            preconditionFailure("\(error): declare the property with the attribute's type, or use setValue(_:forKey:) to handle the error.")
+        }
+    }
+
     private func misuse(_ key: String, _ kind: String) -> Never {
         preconditionFailure("\(info.name) has no \(kind) named '\(key)': fix the key in the subclass or the model.")
     }

@@ -30,15 +30,25 @@ struct RowSnapshot: Sendable, Equatable {
     /// Reads the row the statement is positioned on (columns as in `EntityInfo.selectSQL`):
     /// column 0 is the primary key, the version follows the to-ones.
     init(statement: Statement, info: EntityInfo, firstColumn: Int32 = 1) {
+        // Plain loops over the attribute types (no `Attribute` copies: each holds strings whose
+        // retains and releases cost more than reading the column).
+        let types = info.attributeTypes
         var column = firstColumn
-        attributes = info.attributes.map { attribute in
-            defer { column += 1 }
-            return RowSnapshot.read(statement, column, as: attribute.type)
+        var attributes: [AttributeValue?] = []
+        attributes.reserveCapacity(types.count)
+        for type in types {
+            attributes.append(RowSnapshot.read(statement, column, as: type))
+            column += 1
         }
-        toOnes = info.toOnes.map { _ in
-            defer { column += 1 }
-            return statement.isNull(at: column) ? nil : statement.int64(at: column)
+        let toOneCount = info.toOnes.count
+        var toOnes: [Int64?] = []
+        toOnes.reserveCapacity(toOneCount)
+        for _ in 0..<toOneCount {
+            toOnes.append(statement.isNull(at: column) ? nil : statement.int64(at: column))
+            column += 1
         }
+        self.attributes = attributes
+        self.toOnes = toOnes
         version = statement.int64(at: column)
     }
 

@@ -87,8 +87,10 @@ final class EntityInfo: Sendable {
     let toManys: [Relationship]
     let toManyStorage: [ToManyStorage]
     let slots: [String: Slot]
-    /// The slots as a list, for entities small enough that comparing names beats hashing one.
-    let slotList: [(name: String, slot: Slot)]
+    /// The slots by name in an open-addressing table with a cheap byte hash: `value(forKey:)`
+    /// and `setValue(_:forKey:)` look a key up on every call, and `String`'s SipHash costs more
+    /// than the rest of such a call.
+    let slotTable: SlotTable
     /// Destination entity of each to-one slot.
     let toOneDestinations: [String]
     /// Storage columns in row order: attributes, then to-ones.
@@ -107,13 +109,9 @@ final class EntityInfo: Sendable {
     let attributeTypes: [AttributeType]
     /// A new object's row: every default, no relationships.
     let defaultRow: RowSnapshot
-    /// The slot named `key`. Small entities compare names (a small string compares in one
-    /// 16-byte step) instead of hashing `key` on every `value(forKey:)` / `setValue(_:forKey:)`.
-    func slot(_ key: String) -> Slot? {
-        guard !slotList.isEmpty else { return slots[key] }
-        for entry in slotList where entry.name == key { return entry.slot }
-        return nil
-    }
+    /// The slot named `key`.
+    @inline(__always)
+    func slot(_ key: String) -> Slot? { slotTable.lookup(key) }
 
     /// Slots of the attributes that have a rule beyond optionality, with the rules.
     let attributeRules: [(index: Int, attribute: Attribute)]
@@ -137,7 +135,7 @@ final class EntityInfo: Sendable {
         for (i, r) in toOnes.enumerated() { slots[r.name] = .toOne(i) }
         for (i, r) in toManys.enumerated() { slots[r.name] = .toMany(i) }
         self.slots = slots
-        slotList = slots.count <= 12 ? slots.map { (name: $0.key, slot: $0.value) } : []
+        slotTable = SlotTable(slots.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
         toManyStorage = toManys.map { r in
             let inverse = r.inverse.flatMap { name in entities.first { $0.name == r.destination }?.relationship(named: name) }
             if let inverse, !inverse.isToMany {
@@ -187,4 +185,50 @@ final class EntityInfo: Sendable {
         creationSQL = create
     }
 
+}
+
+/// Names → slots: open addressing over a power-of-two table at most half full, FNV-1a over the
+/// key's UTF-8 bytes, the name compared only on a hash hit.
+struct SlotTable: Sendable {
+    private let names: [String]
+    private let slots: [Slot]
+    private let hashes: [UInt32]
+    /// Index into `names` + 1; 0 is empty.
+    private let table: [Int32]
+    private let mask: Int
+
+    init(_ entries: [(String, Slot)]) {
+        names = entries.map(\.0)
+        slots = entries.map(\.1)
+        hashes = names.map(SlotTable.hash)
+        var capacity = 8
+        while capacity < entries.count * 2 { capacity *= 2 }
+        mask = capacity - 1
+        var table = [Int32](repeating: 0, count: capacity)
+        for (index, hash) in hashes.enumerated() {
+            var position = Int(hash) & mask
+            while table[position] != 0 { position = (position + 1) & mask }
+            table[position] = Int32(index + 1)
+        }
+        self.table = table
+    }
+
+    @inline(__always)
+    static func hash(_ key: String) -> UInt32 {
+        var hash: UInt32 = 2_166_136_261
+        for byte in key.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return hash
+    }
+
+    @inline(__always)
+    func lookup(_ key: String) -> Slot? {
+        let hash = SlotTable.hash(key)
+        var position = Int(hash) & mask
+        while true {
+            let entry = Int(table[position])
+            if entry == 0 { return nil }
+            if hashes[entry - 1] == hash && names[entry - 1] == key { return slots[entry - 1] }
+            position = (position + 1) & mask
+        }
+    }
 }
