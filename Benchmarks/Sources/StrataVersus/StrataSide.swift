@@ -91,68 +91,73 @@ enum StrataSide {
     @discardableResult
     static func importAll(_ data: Dataset, flights: [Flight], into container: PersistentContainer) throws -> ManagedObjectContext {
         let update = container.newUpdateContext()
+        let started = ContinuousClock.now
         try update.performAndWait {
             var airlines: [ManagedObject] = []
             airlines.reserveCapacity(data.airlines.count)
             for a in data.airlines {
                 let o = try update.insert("Airline")
-                try o.setValue(a.carrier, forKey: "carrier")
-                try o.setValue(a.name, forKey: "name")
+                o[attribute: "carrier"] = a.carrier
+                o[attribute: "name"] = a.name
                 airlines.append(o)
             }
             var airports: [ManagedObject] = []
             airports.reserveCapacity(data.airports.count)
             for a in data.airports {
                 let o = try update.insert("Airport")
-                try o.setValue(a.faa, forKey: "faa")
-                try o.setValue(a.name, forKey: "name")
-                try o.setValue(a.lat, forKey: "lat")
-                try o.setValue(a.lon, forKey: "lon")
-                try o.setValue(a.alt, forKey: "alt")
-                try o.setValue(a.tz, forKey: "tz")
-                try o.setValue(a.dst, forKey: "dst")
-                try o.setValue(a.tzone, forKey: "tzone")
+                o[attribute: "faa"] = a.faa
+                o[attribute: "name"] = a.name
+                o[attribute: "lat"] = a.lat
+                o[attribute: "lon"] = a.lon
+                o[attribute: "alt"] = a.alt
+                o[attribute: "tz"] = a.tz
+                o[attribute: "dst"] = a.dst
+                o[attribute: "tzone"] = a.tzone
                 airports.append(o)
             }
             var planes: [ManagedObject] = []
             planes.reserveCapacity(data.planes.count)
             for p in data.planes {
                 let o = try update.insert("Plane")
-                try o.setValue(p.tailnum, forKey: "tailnum")
-                try o.setValue(p.year, forKey: "year")
-                try o.setValue(p.type, forKey: "type")
-                try o.setValue(p.manufacturer, forKey: "manufacturer")
-                try o.setValue(p.model, forKey: "model")
-                try o.setValue(p.engines, forKey: "engines")
-                try o.setValue(p.seats, forKey: "seats")
-                try o.setValue(p.speed, forKey: "speed")
-                try o.setValue(p.engine, forKey: "engine")
+                o[attribute: "tailnum"] = p.tailnum
+                o[attribute: "year"] = p.year
+                o[attribute: "type"] = p.type
+                o[attribute: "manufacturer"] = p.manufacturer
+                o[attribute: "model"] = p.model
+                o[attribute: "engines"] = p.engines
+                o[attribute: "seats"] = p.seats
+                o[attribute: "speed"] = p.speed
+                o[attribute: "engine"] = p.engine
                 planes.append(o)
             }
             for f in flights {
                 let o = try update.insert("Flight")
-                try o.setValue(f.year, forKey: "year")
-                try o.setValue(f.month, forKey: "month")
-                try o.setValue(f.day, forKey: "day")
-                try o.setValue(f.depTime, forKey: "dep_time")
-                try o.setValue(f.schedDepTime, forKey: "sched_dep_time")
-                try o.setValue(f.depDelay, forKey: "dep_delay")
-                try o.setValue(f.arrTime, forKey: "arr_time")
-                try o.setValue(f.schedArrTime, forKey: "sched_arr_time")
-                try o.setValue(f.arrDelay, forKey: "arr_delay")
-                try o.setValue(f.flight, forKey: "flight")
-                try o.setValue(f.tailnum, forKey: "tailnum")
-                try o.setValue(f.airTime, forKey: "air_time")
-                try o.setValue(f.distance, forKey: "distance")
-                try o.setValue(f.hour, forKey: "hour")
-                try o.setValue(f.minute, forKey: "minute")
-                try o.setValue(f.timeHour, forKey: "time_hour")
+                o[attribute: "year"] = f.year
+                o[attribute: "month"] = f.month
+                o[attribute: "day"] = f.day
+                o[attribute: "dep_time"] = f.depTime
+                o[attribute: "sched_dep_time"] = f.schedDepTime
+                o[attribute: "dep_delay"] = f.depDelay
+                o[attribute: "arr_time"] = f.arrTime
+                o[attribute: "sched_arr_time"] = f.schedArrTime
+                o[attribute: "arr_delay"] = f.arrDelay
+                o[attribute: "flight"] = f.flight
+                o[attribute: "tailnum"] = f.tailnum
+                o[attribute: "air_time"] = f.airTime
+                o[attribute: "distance"] = f.distance
+                o[attribute: "hour"] = f.hour
+                o[attribute: "minute"] = f.minute
+                o[attribute: "time_hour"] = f.timeHour
                 try o.setValue(airlines[Int(f.airline) - 1], forKey: "airline")
                 try o.setValue(airports[Int(f.origin) - 1], forKey: "origin")
                 try o.setValue(f.dest.map { airports[Int($0) - 1] }, forKey: "dest")
                 try o.setValue(f.plane.map { planes[Int($0) - 1] }, forKey: "plane")
             }
+            let phase = ContinuousClock.now
             try update.saveToStore()
+            if ProcessInfo.processInfo.environment["STRATA_PHASES"] != nil {
+                print("phases: objects \(phase - started), saveToStore \(ContinuousClock.now - phase)")
+            }
         }
         return update
     }

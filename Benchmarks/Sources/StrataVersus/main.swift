@@ -1,4 +1,5 @@
 import Foundation
+import Strata
 
 // StrataVersus (issue 9): Strata beside the raw SQLite C API and GRDB 7.10 on the nycflights13
 // data, every workload interleaved in one run. `Benchmarks/run` fetches the data and runs this in
@@ -25,6 +26,30 @@ func main() throws {
     say("Data: \(formatCount(data.flights.count)) flights, \(data.airlines.count) airlines, \(formatCount(data.airports.count)) airports, "
         + "\(formatCount(data.planes.count)) planes from \(dataDirectory.path) (CSV parsed in \(Unit.milliseconds.format(loadSeconds)))")
 
+    // Profiling aid: `STRATA_PROFILE=import|fetch StrataVersus` runs only Strata's side of that
+    // workload (three times), so a profiler sees nothing else.
+    if let profile = ProcessInfo.processInfo.environment["STRATA_PROFILE"] {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strata-profile-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = folder.appendingPathComponent("flights.sqlite")
+        for round in 0..<3 {
+            if profile == "import" || round == 0 {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+                let container = try PersistentContainer(model: StrataSide.model, url: url)
+                let (_, seconds) = try timed { try StrataSide.importAll(data, flights: data.flights, into: container) }
+                container.coordinator.close()
+                say("import \(seconds)")
+            }
+            if profile == "fetch" {
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: url)
+                let (result, seconds) = try timed { try StrataSide.fetchAllAndRead(coordinator.newContext()) }
+                coordinator.close()
+                say("fetch \(result.objects.count) \(seconds)")
+            }
+        }
+        return
+    }
     let scratch = try Scratch()
     defer { scratch.removeAll() }
     let runner = Runner(options: options, data: data, scratch: scratch)

@@ -49,7 +49,6 @@ extension ManagedObjectContext {
     // MARK: Writing relationships
 
     func setToOne(_ object: ManagedObject, _ index: Int, _ destination: ManagedObject?) throws {
-        let relationship = object.info.toOnes[index]
         let old = object.current.toOnes[index]
         let new = destination?.objectID.primaryKey
         guard old != new else { return }
@@ -58,9 +57,9 @@ extension ManagedObjectContext {
         if let oldObject { try fulfill(oldObject) }
         object.current.toOnes[index] = new
         markChanged(object)
-        guard let inverseName = relationship.inverse else { return }
-        if let oldObject { try removeInverse(of: object, from: oldObject, inverse: inverseName) }
-        if let destination { try addInverse(of: object, to: destination, inverse: inverseName, relationship: relationship.name) }
+        guard let inverse = object.info.toOneInverseSlots[index] else { return }
+        if let oldObject { try removeInverse(of: object, from: oldObject, inverse: inverse) }
+        if let destination { try addInverse(of: object, to: destination, inverse: inverse, relationship: .toOne(index)) }
     }
 
     func setToMany(_ object: ManagedObject, _ index: Int, _ objects: [ManagedObject]) throws {
@@ -81,9 +80,8 @@ extension ManagedObjectContext {
         try fulfill(member)
         object.toMany[index].add(member.objectID.primaryKey)
         markChanged(object)
-        let relationship = object.info.toManys[index]
-        guard let inverseName = relationship.inverse else { return }
-        try addInverse(of: object, to: member, inverse: inverseName, relationship: relationship.name)
+        guard let inverse = object.info.toManyInverseSlots[index] else { return }
+        try addInverse(of: object, to: member, inverse: inverse, relationship: .toMany(index))
     }
 
     func removeFromToMany(_ object: ManagedObject, _ index: Int, _ member: ManagedObject) throws {
@@ -91,14 +89,15 @@ extension ManagedObjectContext {
         try fulfill(member)
         object.toMany[index].remove(member.objectID.primaryKey)
         markChanged(object)
-        guard let inverseName = object.info.toManys[index].inverse else { return }
-        try removeInverse(of: object, from: member, inverse: inverseName)
+        guard let inverse = object.info.toManyInverseSlots[index] else { return }
+        try removeInverse(of: object, from: member, inverse: inverse)
     }
 
     /// `target.inverse` gains `source` (whose relationship `relationship` now includes `target`).
-    private func addInverse(of source: ManagedObject, to target: ManagedObject, inverse: String, relationship: String) throws {
+    /// Both are slots, resolved when the schema was built: no name lookups on this path.
+    private func addInverse(of source: ManagedObject, to target: ManagedObject, inverse: Slot, relationship: Slot) throws {
         try fulfill(target)
-        switch target.info.slots[inverse] {
+        switch inverse {
         case .toOne(let i):
             let previous = target.current.toOnes[i]
             guard previous != source.objectID.primaryKey else { return }
@@ -106,7 +105,7 @@ extension ManagedObjectContext {
                 // `target` leaves its previous owner's relationship.
                 let previousOwner = try object(with: ObjectID(entityName: source.info.name, primaryKey: previous))
                 try fulfill(previousOwner)
-                switch previousOwner.info.slots[relationship] {
+                switch relationship {
                 case .toOne(let j):
                     previousOwner.current.toOnes[j] = nil
                     markChanged(previousOwner)
@@ -129,10 +128,10 @@ extension ManagedObjectContext {
     }
 
     /// `target.inverse` loses `source`.
-    private func removeInverse(of source: ManagedObject, from target: ManagedObject, inverse: String) throws {
+    private func removeInverse(of source: ManagedObject, from target: ManagedObject, inverse: Slot) throws {
         // A fault must be read before it is marked changed: its row is what the save writes.
         try fulfill(target)
-        switch target.info.slots[inverse] {
+        switch inverse {
         case .toOne(let i):
             guard target.current.toOnes[i] == source.objectID.primaryKey else { return }
             target.current.toOnes[i] = nil
@@ -172,11 +171,11 @@ extension ManagedObjectContext {
                 continue
             case .nullify:
                 if let inverse = relationship.inverse {
-                    for member in members { try removeInverse(of: object, from: member, inverse: inverse) }
+                    for member in members { try removeInverse(of: object, from: member, inverse: member.info.slots[inverse]!) }
                 }
             case .cascade:
                 if let inverse = relationship.inverse {
-                    for member in members { try removeInverse(of: object, from: member, inverse: inverse) }
+                    for member in members { try removeInverse(of: object, from: member, inverse: member.info.slots[inverse]!) }
                 }
                 for member in members { try delete(member) }
             }

@@ -218,19 +218,52 @@ extension ManagedObject {
 }
 
 /// A to-many relationship's value: the stored set (loaded on first use) plus pending changes.
+///
+/// Keys added while nothing is committed or removed (a new object's inverse to-manys: the import
+/// case, where every new flight joins its airline's `flights`) are appended to `appended` without
+/// hashing, and folded into the set when anything else reads or changes the relationship.
 struct ToManyState {
     var committed: Set<Int64>?
-    var added: Set<Int64> = []
+    private var addedSet: Set<Int64> = []
+    /// Added keys not yet in `addedSet` (may repeat); only ever non-empty while `removed` is empty
+    /// and `committed` is nil or empty.
+    private var appended: [Int64] = []
     var removed: Set<Int64> = []
 
-    var hasChanges: Bool { !added.isEmpty || !removed.isEmpty }
+    init(committed: Set<Int64>? = nil) { self.committed = committed }
 
+    var added: Set<Int64> {
+        get { appended.isEmpty ? addedSet : addedSet.union(appended) }
+        set {
+            addedSet = newValue
+            appended = []
+        }
+    }
+
+    var hasChanges: Bool { !addedSet.isEmpty || !appended.isEmpty || !removed.isEmpty }
+
+    private mutating func fold() {
+        guard !appended.isEmpty else { return }
+        addedSet.formUnion(appended)
+        appended = []
+    }
+
+    // Empty sets are checked first: a lookup hashes the key even in an empty set.
     mutating func add(_ key: Int64) {
-        if removed.remove(key) == nil, committed?.contains(key) != true { added.insert(key) }
+        if removed.isEmpty, committed?.isEmpty ?? true {
+            appended.append(key)
+            return
+        }
+        fold()
+        if !removed.isEmpty, removed.remove(key) != nil { return }
+        if let committed, !committed.isEmpty, committed.contains(key) { return }
+        addedSet.insert(key)
     }
 
     mutating func remove(_ key: Int64) {
-        if added.remove(key) == nil { removed.insert(key) }
+        fold()
+        if !addedSet.isEmpty, addedSet.remove(key) != nil { return }
+        removed.insert(key)
     }
 
     func value(committed: Set<Int64>) -> Set<Int64> { committed.union(added).subtracting(removed) }

@@ -93,6 +93,9 @@ final class EntityInfo: Sendable {
     let slotTable: SlotTable
     /// Destination entity of each to-one slot.
     let toOneDestinations: [String]
+    /// The inverse's slot in the destination entity, per to-one and per to-many (`nil`: no inverse).
+    let toOneInverseSlots: [Slot?]
+    let toManyInverseSlots: [Slot?]
     /// Storage columns in row order: attributes, then to-ones.
     let columns: [String]
     let insertSQL: String
@@ -130,6 +133,15 @@ final class EntityInfo: Sendable {
         toOnes = entity.relationships.filter { !$0.isToMany }
         toManys = entity.relationships.filter(\.isToMany)
         toOneDestinations = toOnes.map(\.destination)
+        func inverseSlot(_ relationship: Relationship) -> Slot? {
+            guard let inverse = relationship.inverse,
+                  let destination = entities.first(where: { $0.name == relationship.destination }) else { return nil }
+            if let i = destination.relationships.filter({ !$0.isToMany }).firstIndex(where: { $0.name == inverse }) { return .toOne(i) }
+            if let i = destination.relationships.filter(\.isToMany).firstIndex(where: { $0.name == inverse }) { return .toMany(i) }
+            return nil
+        }
+        toOneInverseSlots = toOnes.map(inverseSlot)
+        toManyInverseSlots = toManys.map(inverseSlot)
         var slots: [String: Slot] = [:]
         for (i, a) in attributes.enumerated() { slots[a.name] = .attribute(i) }
         for (i, r) in toOnes.enumerated() { slots[r.name] = .toOne(i) }
