@@ -151,6 +151,29 @@ public final class Statement {
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 
+    /// A column's storage class in the current row.
+    public enum StorageClass: Sendable { case integer, real, text, blob, null }
+
+    /// SQLite's storage class of column `index` in the current row.
+    public func storageClass(at index: Int32) -> StorageClass {
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_INTEGER: .integer
+        case SQLITE_FLOAT: .real
+        case SQLITE_TEXT: .text
+        case SQLITE_BLOB: .blob
+        default: .null
+        }
+    }
+
+    /// Column `index`'s bytes as text (UTF-8) or blob, without copying them; valid only inside `body`.
+    public func withBytes<R>(at index: Int32, asText: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        let pointer: UnsafePointer<UInt8>? = asText
+            ? sqlite3_column_text(handle, index)
+            : sqlite3_column_blob(handle, index).map { $0.assumingMemoryBound(to: UInt8.self) }
+        let count = Int(sqlite3_column_bytes(handle, index))
+        return try body(UnsafeBufferPointer(start: pointer, count: pointer == nil ? 0 : count))
+    }
+
     public func data(at index: Int32) -> Data {
         guard let bytes = sqlite3_column_blob(handle, index) else { return Data() }
         return Data(bytes: bytes, count: Int(sqlite3_column_bytes(handle, index)))

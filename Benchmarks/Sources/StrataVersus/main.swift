@@ -26,7 +26,7 @@ func main() throws {
     say("Data: \(formatCount(data.flights.count)) flights, \(data.airlines.count) airlines, \(formatCount(data.airports.count)) airports, "
         + "\(formatCount(data.planes.count)) planes from \(dataDirectory.path) (CSV parsed in \(Unit.milliseconds.format(loadSeconds)))")
 
-    // Profiling aid: `STRATA_PROFILE=import|fetch StrataVersus` runs only Strata's side of that
+    // Profiling aid: `STRATA_PROFILE=import|fetch|frc StrataVersus` runs only Strata's side of that
     // workload (three times), so a profiler sees nothing else.
     if let profile = ProcessInfo.processInfo.environment["STRATA_PROFILE"] {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strata-profile-\(getpid())")
@@ -40,6 +40,12 @@ func main() throws {
                 let (_, seconds) = try timed { try StrataSide.importAll(data, flights: data.flights, into: container) }
                 container.coordinator.close()
                 say("import \(seconds)")
+            }
+            if profile == "frc" {
+                let container = try PersistentContainer(model: StrataSide.model, url: url)
+                let (list, seconds) = try timed { try StrataSide.openList(container) }
+                container.coordinator.close()
+                say("frc \(list.sections.count) sections \(seconds)")
             }
             if profile == "fetch" {
                 let coordinator = try StoreCoordinator(model: StrataSide.model, url: url)

@@ -157,13 +157,38 @@ public final class FetchedResultsController {
         var rows: [FetchedRow] = []
         let statement = try db.cachedStatement(plan.keyAndSortValuesSQL(withVersion: true))
         try statement.bind(plan.arguments)
-        var values: [SQLiteValue] = []
-        values.reserveCapacity(Int(count))
+        // Stamps are hashed from the column bytes, and a text section value becomes a `String`
+        // only when it differs from the previous row's (rows arrive grouped by section): no
+        // per-row values array or string.
+        var section: SQLiteValue = .null
+        var sectionBytes: [UInt8] = []
+        var sectionStorage = Statement.StorageClass.null
         try statement.forEachRow { row in
-            values.removeAll(keepingCapacity: true)
-            for column in 1...count { values.append(row.value(at: column)) }
-            rows.append(FetchedRow(key: row.int64(at: 0), section: sectioned ? values[0] : .null,
-                                   stamp: FetchedResultsController.stamp(version: row.int64(at: count + 1), values)))
+            var stamp = StampHasher(version: row.int64(at: count + 1))
+            for column in 1...count {
+                let storage = row.storageClass(at: column)
+                switch storage {
+                case .integer: stamp.integer(row.int64(at: column))
+                case .real: stamp.real(row.double(at: column))
+                case .text, .blob:
+                    let isText = storage == .text
+                    row.withBytes(at: column, asText: isText) { bytes in
+                        stamp.bytes(bytes, tag: isText ? 3 : 4)
+                        if sectioned, column == 1, !(sectionStorage == storage && bytes.elementsEqual(sectionBytes)) {
+                            sectionBytes = Array(bytes)
+                            sectionStorage = storage
+                            section = isText ? .text(String(decoding: bytes, as: UTF8.self)) : .blob(Data(bytes))
+                        }
+                    }
+                    continue
+                case .null: stamp.null()
+                }
+                if sectioned, column == 1 {
+                    section = row.value(at: 1)
+                    sectionStorage = storage
+                }
+            }
+            rows.append(FetchedRow(key: row.int64(at: 0), section: sectioned ? section : .null, stamp: stamp.value))
         }
         return rows
     }
@@ -197,20 +222,19 @@ public final class FetchedResultsController {
     /// A row's stamp: FNV-1a over its version and sort values. Rows whose stamp differs after a
     /// re-run changed.
     static func stamp(version: Int64, _ values: [SQLiteValue]) -> UInt32 {
-        var hash: UInt32 = 2_166_136_261
-        func byte(_ byte: UInt8) { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        func word(_ value: UInt64) { for shift in stride(from: 0, to: 64, by: 8) { byte(UInt8(truncatingIfNeeded: value >> UInt64(shift))) } }
-        word(UInt64(bitPattern: version))
+        var stamp = StampHasher(version: version)
         for value in values {
             switch value {
-            case .null: byte(0)
-            case .integer(let v): byte(1); word(UInt64(bitPattern: v))
-            case .real(let v): byte(2); word(v.bitPattern)
-            case .text(let v): byte(3); for b in v.utf8 { byte(b) }
-            case .blob(let v): byte(4); for b in v { byte(b) }
+            case .null: stamp.null()
+            case .integer(let v): stamp.integer(v)
+            case .real(let v): stamp.real(v)
+            case .text(let v):
+                var text = v
+                text.withUTF8 { stamp.bytes($0, tag: 3) }
+            case .blob(let v): v.withUnsafeBytes { stamp.bytes($0.bindMemory(to: UInt8.self), tag: 4) }
             }
         }
-        return hash
+        return stamp.value
     }
 
     /// The order of two section values (the first sort key's direction).
@@ -436,5 +460,25 @@ public final class FetchedResultsController {
             delegate.controller(self, didReport: event)
         }
         for continuation in streams.values { continuation.yield(event) }
+    }
+}
+
+/// FNV-1a over a row's version and sort values, fed value by value (from `SQLiteValue`s or
+/// straight from a statement's columns: both give the same stamp).
+struct StampHasher {
+    private(set) var value: UInt32 = 2_166_136_261
+
+    init(version: Int64) { word(UInt64(bitPattern: version)) }
+
+    @inline(__always) private mutating func byte(_ byte: UInt8) { value = (value ^ UInt32(byte)) &* 16_777_619 }
+    @inline(__always) private mutating func word(_ word: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { byte(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+    }
+    mutating func null() { byte(0) }
+    mutating func integer(_ v: Int64) { byte(1); word(UInt64(bitPattern: v)) }
+    mutating func real(_ v: Double) { byte(2); word(v.bitPattern) }
+    mutating func bytes(_ bytes: UnsafeBufferPointer<UInt8>, tag: UInt8) {
+        byte(tag)
+        for b in bytes { byte(b) }
     }
 }

@@ -50,7 +50,8 @@ struct FetchedRows: Sendable {
     mutating func append(key: Int64, stamp: UInt32, sectionValue: SQLiteValue, locations: inout KeyLocations,
                          order: (SQLiteValue, SQLiteValue) -> Int,
                          makeSection: (SQLiteValue) -> (name: String, title: String?)) {
-        if sections.isEmpty || order(sections[sections.count - 1].value, sectionValue) != 0 {
+        if sections.isEmpty || !(FetchedRows.sameBytes(sections[sections.count - 1].value, sectionValue)
+                                 || order(sections[sections.count - 1].value, sectionValue) == 0) {
             let (name, title) = makeSection(sectionValue)
             sections.append(Section(value: sectionValue, name: name, indexTitle: title, chunks: [], count: 0))
         }
@@ -66,6 +67,18 @@ struct FetchedRows: Sendable {
         }
         sections[s].count += 1
         count += 1
+    }
+
+    /// Byte-identical values (the common case: a row in the same section as the previous one),
+    /// found without the section order's comparison.
+    @inline(__always)
+    static func sameBytes(_ a: SQLiteValue, _ b: SQLiteValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): true
+        case let (.integer(x), .integer(y)): x == y
+        case let (.text(x), .text(y)): x.utf8.count == y.utf8.count && x.utf8.elementsEqual(y.utf8)
+        default: false
+        }
     }
 
     /// Appends a whole section after the last one, its keys in order, chunk by chunk (stamps
