@@ -35,10 +35,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
     let queue: DispatchQueue
     private let owner = Atomic<UInt>(0)
 
-    var registered: [ObjectID: ManagedObject] = [:]
-    var inserted: [ObjectID: ManagedObject] = [:]
-    var updated: [ObjectID: ManagedObject] = [:]
-    var deleted: [ObjectID: ManagedObject] = [:]
+    // Unchecked exclusivity: touched once or twice per object inserted, fetched or saved, only
+    // on the context's queue, and never held inout across a call that touches them again.
+    @exclusivity(unchecked) var registered: [ObjectID: ManagedObject] = [:]
+    @exclusivity(unchecked) var inserted: [ObjectID: ManagedObject] = [:]
+    @exclusivity(unchecked) var updated: [ObjectID: ManagedObject] = [:]
+    @exclusivity(unchecked) var deleted: [ObjectID: ManagedObject] = [:]
 
     var policy: MergePolicy = .error
     let mergesFromParent = Atomic<Bool>(false)

@@ -26,14 +26,20 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     let info: EntityInfo
     weak var context: ManagedObjectContext?
 
+    // `@exclusivity(unchecked)`: these are read or written on every attribute access, and
+    // Swift's dynamic exclusivity check on a class property costs as much as the access itself.
+    // It is safe: an object is confined to its context's queue (checked on every public entry
+    // point), and no code here holds an inout access to one of them across a call that could
+    // touch the same object again.
+
     /// Values as this context sees them now (pending changes included). Valid when not a fault.
-    var current: RowSnapshot
+    @exclusivity(unchecked) var current: RowSnapshot
     /// Values as last read from or written to the parent store; `nil` for a new object.
-    var committed: RowSnapshot?
-    var toMany: [ToManyState]
+    @exclusivity(unchecked) var committed: RowSnapshot?
+    @exclusivity(unchecked) var toMany: [ToManyState]
     /// True until the row is read from the store on first access.
-    public internal(set) var isFault: Bool
-    var state: LifecycleState = .clean
+    @exclusivity(unchecked) public internal(set) var isFault: Bool
+    @exclusivity(unchecked) var state: LifecycleState = .clean
 
     enum LifecycleState { case clean, inserted, updated, deleted, invalid }
 
