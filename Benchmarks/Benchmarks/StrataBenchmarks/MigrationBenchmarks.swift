@@ -35,6 +35,11 @@ struct MigrationFixture: Sendable {
     func freshCopy() throws {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: scratch.path + suffix) }
         try FileManager.default.copyItem(at: source.store.url, to: scratch)
+        // Flushed before the measured region: otherwise the checkpoint's fsync inside the
+        // measurement writes the whole just-copied file back to disk.
+        let handle = try FileHandle(forUpdating: scratch)
+        try handle.synchronize()
+        try handle.close()
     }
 }
 
