@@ -249,6 +249,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
             }
             return object
         }
+        return registerNew(info, id, row)
+    }
+
+    /// Registers a row whose object is known not to be registered (the caller checked).
+    @inline(__always)
+    func registerNew(_ info: EntityInfo, _ id: ObjectID, _ row: RowSnapshot) -> ManagedObject {
         let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, context: self, row: row, isNew: false))
         registered[id] = object
         return object

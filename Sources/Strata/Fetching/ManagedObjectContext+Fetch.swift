@@ -19,11 +19,18 @@ extension ManagedObjectContext {
             try statement.forEachRow { rows.append(($0.int64(at: 0), RowSnapshot(statement: $0, info: plan.info))) }
             return rows
         }
-        // One growth of the registry instead of a rehash at every doubling.
+        // One growth of the registry instead of a rehash at every doubling; into an empty
+        // registry (a fresh context) every row is new: no lookup before the insert.
+        let fresh = registered.isEmpty
         registered.reserveCapacity(registered.count + rows.count)
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
-        for (key, row) in rows { objects.append(register(plan.info, key, row)) }
+        if fresh {
+            let name = plan.info.name
+            for (key, row) in rows { objects.append(registerNew(plan.info, ObjectID(entityName: name, primaryKey: key), row)) }
+        } else {
+            for (key, row) in rows { objects.append(register(plan.info, key, row)) }
+        }
         return objects
     }
 
