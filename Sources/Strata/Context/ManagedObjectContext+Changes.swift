@@ -166,16 +166,17 @@ extension ManagedObjectContext {
         noteLocal(object.objectID, \.deleted)
         for relationship in object.info.entity.relationships {
             let members = try relatedObjects(object, relationship.name)
+            let inverse = object.info.slot(relationship.name).flatMap(object.info.inverseSlot(of:))
             switch relationship.deleteRule {
             case .deny, .noAction:
                 continue
             case .nullify:
-                if let inverse = relationship.inverse {
-                    for member in members { try removeInverse(of: object, from: member, inverse: member.info.slots[inverse]!) }
+                if let inverse {
+                    for member in members { try removeInverse(of: object, from: member, inverse: inverse) }
                 }
             case .cascade:
-                if let inverse = relationship.inverse {
-                    for member in members { try removeInverse(of: object, from: member, inverse: member.info.slots[inverse]!) }
+                if let inverse {
+                    for member in members { try removeInverse(of: object, from: member, inverse: inverse) }
                 }
                 for member in members { try delete(member) }
             }
@@ -189,7 +190,7 @@ extension ManagedObjectContext {
     }
 
     func relatedObjects(_ object: ManagedObject, _ key: String) throws -> [ManagedObject] {
-        switch object.info.slots[key] {
+        switch object.info.slot(key) {
         case .toOne(let i): return try toOneObject(object, i).map { [$0] } ?? []
         case .toMany(let i): return try toManyObjects(object, i).sorted { $0.objectID < $1.objectID }
         default: return []

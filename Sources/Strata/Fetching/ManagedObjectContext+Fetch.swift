@@ -181,7 +181,7 @@ struct FetchPlan {
         var reached: Set<String> = []
         let segments = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         for (offset, segment) in segments.enumerated() {
-            switch current.slots[segment] {
+            switch current.slot(segment) {
             case .attribute(let index)? where offset == segments.count - 1:
                 return (BoundPath(hops: hops, terminal: .attribute(current, index)), reached)
             case .toOne(let index)? where offset < segments.count - 1:

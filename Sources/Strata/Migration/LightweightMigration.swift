@@ -242,13 +242,13 @@ public struct LightweightMigration: Sendable {
             switch step {
             case .copyRows(let entity, let from) where entity == from: continue
             case let .addAttribute(entity, attribute, _):
-                guard let info = destination.schema.infos[entity], case .attribute(let index)? = info.slots[attribute] else { return nil }
+                guard let info = destination.schema.infos[entity], case .attribute(let index)? = info.slot(attribute) else { return nil }
                 let declaration = info.attributes[index].type.columnDeclaration
                 let fill = columns[entity]?[attribute] ?? "NULL"
                 added[info.table, default: []].append(([quoted(attribute), declaration].filter { !$0.isEmpty }.joined(separator: " ")) + " DEFAULT \(fill)")
             case let .addRelationship(entity, relationship):
                 guard let info = destination.schema.infos[entity] else { return nil }
-                switch info.slots[relationship] {
+                switch info.slot(relationship) {
                 case .toOne?: added[info.table, default: []].append("\(quoted(relationship)) INTEGER")
                 case .toMany?:
                     // Derived from an inverse column (added on the other side), or a new join table: not additions only.
@@ -280,7 +280,6 @@ public struct LightweightMigration: Sendable {
         }
         let total = counts.values.reduce(0, +)
         report?(0, total)
-        defer { report?(total, total) }
         if let additionsOnly {
             // Additions only: SQLite adds a column without rewriting the table (existing rows read
             // the default); the stages keep their kill points.
@@ -295,6 +294,7 @@ public struct LightweightMigration: Sendable {
             KillPoint.hit("migration.rows.copied")
             KillPoint.hit("migration.old.dropped")
             try rewriteMetadata(on: db, generation: generation, nonce: nonce)
+            report?(total, total)
             return
         }
         var oldTables: [String] = []
@@ -324,6 +324,7 @@ public struct LightweightMigration: Sendable {
         for table in oldTables { try db.execute("DROP TABLE \(quoted("strata_old_" + table))") }
         KillPoint.hit("migration.old.dropped")
         try rewriteMetadata(on: db, generation: generation, nonce: nonce)
+        report?(total, total)
     }
 
     /// `strata_entity` rewritten for the destination (key sequences kept, every entity stamped),

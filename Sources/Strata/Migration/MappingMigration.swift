@@ -100,10 +100,13 @@ struct ResolvedEntityMapping {
                 toOnes.append(oldToOnes[relationship.name] ?? relationship.renamingIdentifier.flatMap { oldToOnes[$0] })
             }
         }
-        for key in mapping.relationships.keys where !destination.toOnes.contains(where: { $0.name == key }) {
-            if let r = destination.toManys.first(where: { $0.name == key }), model.schema.infos[source.name]?.toManys.contains(where: { $0.name == mapping.relationships[key] }) == true,
-               case .joinTable = destination.toManyStorage[destination.toManys.firstIndex { $0.name == r.name }!] { continue }
-            throw fail("\(destination.name) has no to-one (or many-to-many) relationship \(key.debugDescription)")
+        // Other named relationships must be many-to-many on both sides (their links are carried).
+        for (key, sourceName) in mapping.relationships where !destination.toOnes.contains(where: { $0.name == key }) {
+            guard let index = destination.toManys.firstIndex(where: { $0.name == key }),
+                  case .joinTable = destination.toManyStorage[index],
+                  source.toManys.contains(where: { $0.name == sourceName }) else {
+                throw fail("\(destination.name) has no to-one (or many-to-many) relationship \(key.debugDescription)")
+            }
         }
         self.toOnes = toOnes
     }
@@ -188,17 +191,12 @@ struct MappingMigration {
         let fileManager = FileManager.default
         for suffix in ["", "-journal", "-wal", "-shm"] { try? fileManager.removeItem(atPath: built + suffix) }
         let db = try Connection(path: path, configuration: configuration)
-        var open = true
-        defer { if open { db.close() } }
+        var connected = true
+        defer { if connected { db.close() } }
         try StringMatching.register(on: db)
         try db.prepare("ATTACH DATABASE ? AS \(Self.schemaName)").execute(.text(built))
         try db.execute("PRAGMA \(Self.schemaName).journal_mode = DELETE")
         try db.execute("PRAGMA \(Self.schemaName).synchronous = FULL")
-        if let permissions = (try? fileManager.attributesOfItem(atPath: path))?[.posixPermissions] as? Int {
-            try db.execute("CREATE TABLE \(Self.schemaName).strata_probe (x)")
-            try db.execute("DROP TABLE \(Self.schemaName).strata_probe")
-            try? fileManager.setAttributes([.posixPermissions: permissions], ofItemAtPath: built)
-        }
         do {
             try db.transaction(.immediate) {
                 try build(db, report: report)
@@ -213,26 +211,29 @@ struct MappingMigration {
         try db.execute("DETACH DATABASE \(Self.schemaName)")
         if configuration.journalMode == .wal { try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
         db.close()
-        open = false
+        connected = false
         if let size = (try? fileManager.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int, size > 0 {
             try? fileManager.removeItem(atPath: built)
             throw MigrationError.storeInUse(path: path)
         }
-        try Self.fsync(path: built)
-        guard rename(built, path) == 0 else {
-            throw MigrationError.fileSystem(path: path, reason: "rename of the migrated store failed: \(String(cString: strerror(errno)))")
+        // The new file takes the old one's permissions, is flushed, then renamed over it; the
+        // folder is flushed so the rename survives a power loss (the section cache's own calls).
+        if let permissions = (try? fileManager.attributesOfItem(atPath: path))?[.posixPermissions] as? Int {
+            try? fileManager.setAttributes([.posixPermissions: permissions], ofItemAtPath: built)
         }
-        try Self.fsync(path: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent)
+        let files = POSIXCacheFileSystem()
+        do {
+            let descriptor = open(built, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw CacheFileError(operation: "open", path: built, code: errno) }
+            defer { files.close(descriptor) }
+            try files.fsync(descriptor)
+            try files.rename(built, path)
+            let folder = (path as NSString).deletingLastPathComponent
+            try files.fsyncDirectory(folder.isEmpty ? "." : folder)
+        } catch let error as CacheFileError {
+            throw MigrationError.fileSystem(path: path, reason: error.description)
+        }
         KillPoint.hit("migration.mapping.swapped")
-    }
-
-    private static func fsync(path: String) throws {
-        let descriptor = open(path, O_RDONLY)
-        guard descriptor >= 0 else { throw MigrationError.fileSystem(path: path, reason: "open for fsync failed: \(String(cString: strerror(errno)))") }
-        defer { close(descriptor) }
-        guard Foundation.fsync(descriptor) == 0 else {
-            throw MigrationError.fileSystem(path: path, reason: "fsync failed: \(String(cString: strerror(errno)))")
-        }
     }
 
     /// Creates the destination schema and metadata in `strata_dest` and fills it, inside the caller's transaction.
@@ -353,10 +354,8 @@ struct MappingMigration {
                     }
                     var arguments: [SQLiteValue] = [.integer(keys[index])]
                     arguments.reserveCapacity(info.columns.count + 2)
-                    for (slot, attribute) in info.attributes.enumerated() {
-                        let value = try Self.value(object, attribute, info: info, source: source)
-                        arguments.append(value?.storageValue ?? .null)
-                        _ = slot
+                    for attribute in info.attributes {
+                        arguments.append(try Self.value(object, attribute, info: info, source: source)?.storageValue ?? .null)
                     }
                     for key in toOnes { arguments.append(key.map { .integer($0) } ?? .null) }
                     arguments.append(.integer(1))

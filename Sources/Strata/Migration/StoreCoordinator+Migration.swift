@@ -30,13 +30,6 @@ enum MigrationPlanStep {
         case .mapping(let migration): migration.model.steps
         }
     }
-
-    var destination: Model {
-        switch self {
-        case .lightweight(let migration): migration.destination
-        case .mapping(let migration): migration.model.destination
-        }
-    }
 }
 
 extension StoreCoordinator {

@@ -86,7 +86,6 @@ final class EntityInfo: Sendable {
     let toOnes: [Relationship]
     let toManys: [Relationship]
     let toManyStorage: [ToManyStorage]
-    let slots: [String: Slot]
     /// The slots by name in an open-addressing table with a cheap byte hash: `value(forKey:)`
     /// and `setValue(_:forKey:)` look a key up on every call, and `String`'s SipHash costs more
     /// than the rest of such a call.
@@ -96,6 +95,15 @@ final class EntityInfo: Sendable {
     /// The inverse's slot in the destination entity, per to-one and per to-many (`nil`: no inverse).
     let toOneInverseSlots: [Slot?]
     let toManyInverseSlots: [Slot?]
+
+    /// The inverse's slot (in the destination entity) of this entity's relationship `slot`.
+    func inverseSlot(of slot: Slot) -> Slot? {
+        switch slot {
+        case .toOne(let i): toOneInverseSlots[i]
+        case .toMany(let i): toManyInverseSlots[i]
+        case .attribute: nil
+        }
+    }
     /// Storage columns in row order: attributes, then to-ones.
     let columns: [String]
     let insertSQL: String
@@ -146,7 +154,6 @@ final class EntityInfo: Sendable {
         for (i, a) in attributes.enumerated() { slots[a.name] = .attribute(i) }
         for (i, r) in toOnes.enumerated() { slots[r.name] = .toOne(i) }
         for (i, r) in toManys.enumerated() { slots[r.name] = .toMany(i) }
-        self.slots = slots
         slotTable = SlotTable(slots.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
         toManyStorage = toManys.map { r in
             let inverse = r.inverse.flatMap { name in entities.first { $0.name == r.destination }?.relationship(named: name) }

@@ -194,7 +194,7 @@ struct ConditionBinder {
         var prefix: [ToOneHop] = []
         let segments = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         for (offset, segment) in segments.enumerated() {
-            switch current.slots[segment] {
+            switch current.slot(segment) {
             case .toOne(let index)?:
                 let destination = schema.infos[current.toOnes[index].destination]!
                 prefix.append(ToOneHop(owner: current, index: index, destination: destination))
@@ -314,7 +314,7 @@ struct ConditionBinder {
                 continue
             }
             if segment.hasPrefix("@") { throw fail("\(segment) must follow a to-many relationship, in \(path)") }
-            switch current.slots[segment] {
+            switch current.slot(segment) {
             case nil:
                 throw ObjectError.unknownKey(entity: current.name, key: segment)
             case .attribute(let index)?:
