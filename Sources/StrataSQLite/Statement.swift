@@ -145,6 +145,34 @@ public final class Statement {
     public func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
     public func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
 
+    /// Column `index` as an integer, `nil` when NULL. One call into SQLite unless the value reads
+    /// as 0 (what NULL reads as): only then is the column's type asked.
+    @inline(__always)
+    public func optionalInt64(at index: Int32) -> Int64? {
+        let value = sqlite3_column_int64(handle, index)
+        if value == 0, sqlite3_column_type(handle, index) == SQLITE_NULL { return nil }
+        return value
+    }
+
+    /// Column `index` as a double, `nil` when NULL (the type is asked only for 0.0, as above).
+    @inline(__always)
+    public func optionalDouble(at index: Int32) -> Double? {
+        let value = sqlite3_column_double(handle, index)
+        if value == 0, sqlite3_column_type(handle, index) == SQLITE_NULL { return nil }
+        return value
+    }
+
+    /// Column `index` as text, `nil` when NULL (SQLite gives no text pointer only for NULL, or
+    /// when out of memory converting a blob or number, where the type is asked to tell them apart).
+    @inline(__always)
+    public func optionalString(at index: Int32) -> String? {
+        guard let text = sqlite3_column_text(handle, index) else {
+            return sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : ""
+        }
+        let count = Int(sqlite3_column_bytes(handle, index))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+
     public func string(at index: Int32) -> String {
         guard let text = sqlite3_column_text(handle, index) else { return "" }
         let count = Int(sqlite3_column_bytes(handle, index))

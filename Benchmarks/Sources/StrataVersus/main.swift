@@ -32,12 +32,19 @@ func main() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strata-profile-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let url = folder.appendingPathComponent("flights.sqlite")
+        // STRATA_PROFILE_STORE=path: keep the imported store there and reuse it on later runs
+        // (profile a fetch without the import before it).
+        let kept = ProcessInfo.processInfo.environment["STRATA_PROFILE_STORE"].map { URL(fileURLWithPath: $0) }
+        let url = kept ?? folder.appendingPathComponent("flights.sqlite")
+        let reuse = kept.map { FileManager.default.fileExists(atPath: $0.path) } ?? false
+        // STRATA_PROFILE_FLIGHTS=N: the first N flights only (callgrind runs ~50× slower).
+        let flights = ProcessInfo.processInfo.environment["STRATA_PROFILE_FLIGHTS"].flatMap(Int.init)
+            .map { Array(data.flights.prefix($0)) } ?? data.flights
         for round in 0..<3 {
-            if profile == "import" || round == 0 {
+            if profile == "import" || (round == 0 && !reuse) {
                 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
                 let container = try PersistentContainer(model: StrataSide.model, url: url)
-                let (_, seconds) = try timed { try StrataSide.importAll(data, flights: data.flights, into: container) }
+                let (_, seconds) = try timed { try StrataSide.importAll(data, flights: flights, into: container) }
                 container.coordinator.close()
                 say("import \(seconds)")
             }

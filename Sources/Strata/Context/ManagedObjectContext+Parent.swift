@@ -157,7 +157,7 @@ extension ManagedObjectContext {
         var resolutions: [ObjectID: Resolution] = [:]
         for (id, row, toMany) in push.inserted {
             let info = try info(id.entityName)
-            let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, context: self, row: nil, isNew: true))
+            let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, link: link, row: nil, isNew: true))
             object.current = row
             for index in toMany.indices { object.toMany[index].added = toMany[index].added }
             registered[id] = object
@@ -246,7 +246,7 @@ extension ManagedObjectContext {
             return object
         }
         let info = try info(id.entityName)
-        let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, context: self, row: row, isNew: false))
+        let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, link: link, row: row, isNew: false))
         registered[id] = object
         return object
     }

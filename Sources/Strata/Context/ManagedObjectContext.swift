@@ -22,7 +22,7 @@ internal import StrataSQLite
 /// }
 /// ```
 // Every plain mutable property is read and written only by code running on `queue` (checked by
-// `assertOnQueue()` at every entry point); `owner`, `mergesFromParent` and `hasListeners` are
+// `assertOnQueue()` at every entry point); `link` (its owner), `mergesFromParent` and `hasListeners` are
 // atomics; `children` and `listeners` are behind locks.
 // @unchecked because: queue confinement, atomics and locks, as above, not the compiler, make it safe.
 public final class ManagedObjectContext: @unchecked Sendable {
@@ -33,7 +33,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public let name: String?
 
     let queue: DispatchQueue
-    private let owner = Atomic<UInt>(0)
+    /// Queue owner and liveness, shared with this context's objects.
+    let link = ContextLink()
 
     // Unchecked exclusivity: touched once or twice per object inserted, fetched or saved, only
     // on the context's queue, and never held inout across a call that touches them again.
@@ -55,8 +56,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
         self.parent = parent
         self.name = name
         queue = DispatchQueue(label: "strata.context.\(name ?? "unnamed")")
+        link.attach(self)
         coordinator.register(self)
     }
+
+    deinit { link.detach() }
 
     /// A new context whose parent is this one: it reads through this context (seeing its pending
     /// changes) and its `save()` pushes into this context's memory without touching the store.
@@ -92,16 +96,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     // MARK: Queue confinement
 
-    private static func currentThread() -> UInt {
-        #if canImport(Glibc)
-        UInt(pthread_self())
-        #else
-        UInt(bitPattern: pthread_self())
-        #endif
-    }
-
     /// True when the caller runs on this context's queue (inside `perform`/`performAndWait`).
-    public var isOnQueue: Bool { owner.load(ordering: .acquiring) == Self.currentThread() }
+    public var isOnQueue: Bool { link.isOnQueue }
 
     func assertOnQueue(_ function: StaticString = #function) {
         precondition(isOnQueue, "ManagedObjectContext.\(function) called off the context's queue: wrap the call in context.performAndWait { … } or await context.perform { … }.")
@@ -114,10 +110,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
         if isOnQueue { return try body() }
         return try queue.sync {
-            let previous = owner.exchange(Self.currentThread(), ordering: .acquiringAndReleasing)
+            let previous = link.owner.exchange(ContextLink.currentThread(), ordering: .acquiringAndReleasing)
             defer {
                 if !localChanges.isEmpty { processPendingChanges() }
-                owner.store(previous, ordering: .releasing)
+                link.owner.store(previous, ordering: .releasing)
             }
             return try body()
         }
@@ -133,10 +129,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Runs `body` on the context's queue later, as a `perform` block.
     func enqueue(_ body: @escaping @Sendable () -> Void) {
         queue.async {
-            let previous = self.owner.exchange(Self.currentThread(), ordering: .acquiringAndReleasing)
+            let previous = self.link.owner.exchange(ContextLink.currentThread(), ordering: .acquiringAndReleasing)
             defer {
                 if !self.localChanges.isEmpty { self.processPendingChanges() }
-                self.owner.store(previous, ordering: .releasing)
+                self.link.owner.store(previous, ordering: .releasing)
             }
             body()
         }
@@ -180,7 +176,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         assertOnQueue()
         let info = try insertInfo(entityName)
         let id = ObjectID(entityName: info.name, primaryKey: try coordinator.reservePrimaryKey(for: info))
-        let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, context: self, row: nil, isNew: true))
+        let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, link: link, row: nil, isNew: true))
         registered[id] = object
         inserted[id] = object
         noteLocal(id, \.inserted)
@@ -208,7 +204,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         assertOnQueue()
         if let object = registered[id] { return object }
         let info = try info(id.entityName)
-        let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, context: self, row: nil, isNew: false))
+        let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, link: link, row: nil, isNew: false))
         registered[id] = object
         return object
     }
@@ -255,7 +251,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Registers a row whose object is known not to be registered (the caller checked).
     @inline(__always)
     func registerNew(_ info: EntityInfo, _ id: ObjectID, _ row: RowSnapshot) -> ManagedObject {
-        let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, context: self, row: row, isNew: false))
+        let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, link: link, row: row, isNew: false))
         registered[id] = object
         return object
     }

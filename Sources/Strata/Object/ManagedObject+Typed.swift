@@ -49,8 +49,8 @@ extension ManagedObject {
     public subscript<Value: AttributeConvertible>(attribute key: String) -> Value? {
         get {
             guard case .attribute(let index)? = info.slot(key) else { misuse(key, "an attribute") }
-            let context = liveContext()
-            guard (try? context.fulfill(self)) != nil else { return nil }
+            checkAccess()
+            if isFault { guard (try? link.withContext({ try $0.fulfill(self) })) != nil else { return nil } }
             guard let value = current.attributes[index] else { return nil }
             guard let typed = Value(attributeValue: value) else {
                 preconditionFailure("\(info.name).\(key) holds \(value.type), not \(Value.self): declare the property as the attribute's type.")
@@ -129,8 +129,8 @@ extension ManagedObject {
     @inline(__always)
     private func typedRead<Value: AttributeConvertible>(_ key: String) -> Value? {
         guard case .attribute(let index)? = info.slot(key) else { misuse(key, "an attribute") }
-        let context = liveContext()
-        if isFault { guard (try? context.fulfill(self)) != nil else { return nil } }
+        checkAccess()
+        if isFault { guard (try? link.withContext({ try $0.fulfill(self) })) != nil else { return nil } }
         guard let value = current.attributes[index] else { return nil }
         guard let typed = Value(attributeValue: value) else {
             preconditionFailure("\(info.name).\(key) holds \(value.type), not \(Value.self): declare the property as the attribute's type.")

@@ -24,7 +24,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The permanent identity of the object.
     public let objectID: ObjectID
     let info: EntityInfo
-    weak var context: ManagedObjectContext?
+    /// The way to the context: shared by all its objects, held strongly (see ``ContextLink``).
+    let link: ContextLink
+    /// The context, or `nil` once it was released.
+    var context: ManagedObjectContext? { link.context }
 
     // `@exclusivity(unchecked)`: these are read or written on every attribute access, and
     // Swift's dynamic exclusivity check on a class property costs as much as the access itself.
@@ -47,7 +50,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public struct Creation {
         let info: EntityInfo
         let id: ObjectID
-        let context: ManagedObjectContext
+        let link: ContextLink
         let row: RowSnapshot?
         let isNew: Bool
     }
@@ -57,8 +60,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public required init(_ creation: Creation) {
         info = creation.info
         objectID = creation.id
-        context = creation.context
-        toMany = Array(repeating: ToManyState(), count: creation.info.toManys.count)
+        link = creation.link
+        let toManyCount = creation.info.toManys.count
+        toMany = toManyCount == 0 ? [] : Array(repeating: ToManyState(), count: toManyCount)
         if creation.isNew {
             current = RowSnapshot(defaultsOf: creation.info)
             committed = nil
@@ -105,13 +109,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// - Throws: ``ObjectError/unknownKey(entity:key:)`` for a key the entity lacks,
     ///   ``ObjectError/objectNotFound(_:)`` when the object's row no longer exists.
     public func value(forKey key: String) throws -> Any? {
-        let context = liveContext()
+        checkAccess()
         guard let slot = info.slot(key) else { throw ObjectError.unknownKey(entity: info.name, key: key) }
-        try context.fulfill(self)
+        if isFault { try link.withContext { try $0.fulfill(self) } }
         switch slot {
         case .attribute(let index): return current.attributes[index]?.swiftValue
-        case .toOne(let index): return try context.toOneObject(self, index)
-        case .toMany(let index): return try context.toManyObjects(self, index)
+        case .toOne(let index): return try link.withContext { try $0.toOneObject(self, index) }
+        case .toMany(let index): return try link.withContext { try $0.toManyObjects(self, index) }
         }
     }
 
@@ -184,11 +188,24 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     func liveContext() -> ManagedObjectContext {
-        guard let context, state != .invalid else {
-            preconditionFailure("\(objectID) is no longer in a context (deleted and saved, rolled back, reset, or its context was released); fetch it again with context.object(with:).")
-        }
-        context.assertOnQueue()
-        return context
+        checkAccess()
+        return link.withContext { $0 }
+    }
+
+    /// Stops with a precondition failure unless the object is usable here: still in a live
+    /// context, and touched on that context's queue. No reference counting (the read path).
+    @inline(__always)
+    func checkAccess(_ function: StaticString = #function) {
+        guard state != .invalid, link.isAlive else { noLongerInAContext() }
+        guard link.isOnQueue else { offQueue(function) }
+    }
+
+    private func noLongerInAContext() -> Never {
+        preconditionFailure("\(objectID) is no longer in a context (deleted and saved, rolled back, reset, or its context was released); fetch it again with context.object(with:).")
+    }
+
+    private func offQueue(_ function: StaticString) -> Never {
+        preconditionFailure("ManagedObject.\(function) called off its context's queue: wrap the call in context.performAndWait { … } or await context.perform { … }.")
     }
 }
 

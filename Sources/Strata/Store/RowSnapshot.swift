@@ -44,7 +44,7 @@ struct RowSnapshot: Sendable, Equatable {
         var toOnes: [Int64?] = []
         toOnes.reserveCapacity(toOneCount)
         for _ in 0..<toOneCount {
-            toOnes.append(statement.isNull(at: column) ? nil : statement.int64(at: column))
+            toOnes.append(statement.optionalInt64(at: column))
             column += 1
         }
         self.attributes = attributes
@@ -53,16 +53,22 @@ struct RowSnapshot: Sendable, Equatable {
     }
 
     static func read(_ statement: Statement, _ column: Int32, as type: AttributeType) -> AttributeValue? {
+        // Numbers and text: one call into SQLite per column (the optional readers ask for the
+        // column's type only when the value reads as NULL would), not a type check and a read.
+        switch type {
+        case .int16: return statement.optionalInt64(at: column).map { .int16(Int16(truncatingIfNeeded: $0)) }
+        case .int32: return statement.optionalInt64(at: column).map { .int32(Int32(truncatingIfNeeded: $0)) }
+        case .int64: return statement.optionalInt64(at: column).map(AttributeValue.int64)
+        case .double: return statement.optionalDouble(at: column).map(AttributeValue.double)
+        case .float: return statement.optionalDouble(at: column).map { .float(Float($0)) }
+        case .bool: return statement.optionalInt64(at: column).map { .bool($0 != 0) }
+        case .string: return statement.optionalString(at: column).map(AttributeValue.string)
+        case .date: return statement.optionalDouble(at: column).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
+        default: break
+        }
         if statement.isNull(at: column) { return nil }
         switch type {
-        case .int16: return .int16(Int16(truncatingIfNeeded: statement.int64(at: column)))
-        case .int32: return .int32(Int32(truncatingIfNeeded: statement.int64(at: column)))
-        case .int64: return .int64(statement.int64(at: column))
-        case .double: return .double(statement.double(at: column))
-        case .float: return .float(Float(statement.double(at: column)))
-        case .bool: return .bool(statement.int64(at: column) != 0)
-        case .string: return .string(statement.string(at: column))
-        case .date: return .date(Date(timeIntervalSinceReferenceDate: statement.double(at: column)))
+        case .int16, .int32, .int64, .double, .float, .bool, .string, .date: preconditionFailure("read above")
         case .binary: return .binary(statement.data(at: column))
         case .uuid:
             let bytes = statement.data(at: column)

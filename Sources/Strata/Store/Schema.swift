@@ -209,49 +209,86 @@ final class EntityInfo: Sendable {
 /// Names → slots: open addressing over a power-of-two table at most half full, a hash of the
 /// key's length and end bytes, the name compared only on a hash hit.
 struct SlotTable: Sendable {
-    private let names: [String]
-    private let slots: [Slot]
-    private let hashes: [UInt32]
-    /// Index into `names` + 1; 0 is empty.
+    private struct Entry: Sendable {
+        var start: Int32
+        var count: Int32
+        var hash: UInt32
+        var slot: Slot
+    }
+    /// Every name's UTF-8, back to back: a hit is confirmed by comparing bytes, not `String`s.
+    private let bytes: [UInt8]
+    private let entries: [Entry]
+    /// Index into `entries` + 1; 0 is empty.
     private let table: [Int32]
     private let mask: Int
 
-    init(_ entries: [(String, Slot)]) {
-        names = entries.map(\.0)
-        slots = entries.map(\.1)
-        hashes = names.map(SlotTable.hash)
+    init(_ names: [(String, Slot)]) {
+        var bytes: [UInt8] = []
+        var entries: [Entry] = []
+        for (name, slot) in names {
+            let utf8 = Array(name.utf8)
+            let hash = utf8.withUnsafeBufferPointer(SlotTable.hash)
+            entries.append(Entry(start: Int32(bytes.count), count: Int32(utf8.count), hash: hash, slot: slot))
+            bytes += utf8
+        }
         var capacity = 8
         while capacity < entries.count * 2 { capacity *= 2 }
         mask = capacity - 1
         var table = [Int32](repeating: 0, count: capacity)
-        for (index, hash) in hashes.enumerated() {
-            var position = Int(hash ^ (hash >> 15)) & mask
+        for (index, entry) in entries.enumerated() {
+            var position = Int(entry.hash ^ (entry.hash >> 15)) & mask
             while table[position] != 0 { position = (position + 1) & mask }
             table[position] = Int32(index + 1)
         }
+        self.bytes = bytes
+        self.entries = entries
         self.table = table
     }
 
     /// Length, first and last bytes: enough to spread a model's property names, and a few
-    /// instructions instead of a multiply per byte (the name is compared on a hit anyway).
+    /// instructions instead of a multiply per byte (the bytes are compared on a hit anyway).
     @inline(__always)
-    static func hash(_ key: String) -> UInt32 {
-        let utf8 = key.utf8
-        let count = UInt32(truncatingIfNeeded: utf8.count)
+    static func hash(_ key: UnsafeBufferPointer<UInt8>) -> UInt32 {
+        let count = UInt32(truncatingIfNeeded: key.count)
         guard count > 0 else { return 0 }
-        let first = UInt32(utf8[utf8.startIndex]), last = UInt32(utf8[utf8.index(before: utf8.endIndex)])
+        let first = UInt32(key[0]), last = UInt32(key[key.count - 1])
         return (count &* 0x9E37_79B1) ^ (first &* 0x85EB_CA77) ^ (last &* 0xC2B2_AE3D) ^ (last >> 3)
     }
 
+    /// The slot named `key`. Reads the key's UTF-8 in place (a property name is a small string:
+    /// its bytes are copied to the stack, no allocation), where `String.UTF8View` indexing costs
+    /// more than the whole lookup.
     @inline(__always)
     func lookup(_ key: String) -> Slot? {
+        if let found = key.utf8.withContiguousStorageIfAvailable({ lookup(utf8: $0) }) { return found }
+        return lookup(utf8: Array(key.utf8))
+    }
+
+    private func lookup(utf8 key: [UInt8]) -> Slot? { key.withUnsafeBufferPointer { lookup(utf8: $0) } }
+
+    @inline(__always)
+    private func lookup(utf8 key: UnsafeBufferPointer<UInt8>) -> Slot? {
         let hash = SlotTable.hash(key)
         var position = Int(hash ^ (hash >> 15)) & mask
-        while true {
-            let entry = Int(table[position])
-            if entry == 0 { return nil }
-            if hashes[entry - 1] == hash && names[entry - 1] == key { return slots[entry - 1] }
-            position = (position + 1) & mask
+        return bytes.withUnsafeBufferPointer { bytes in
+            while true {
+                let index = Int(table[position])
+                if index == 0 { return nil }
+                let entry = entries[index - 1]
+                if entry.hash == hash, Int(entry.count) == key.count {
+                    var same = true
+                    var offset = Int(entry.start)
+                    for byte in key {
+                        if bytes[offset] != byte {
+                            same = false
+                            break
+                        }
+                        offset += 1
+                    }
+                    if same { return entry.slot }
+                }
+                position = (position + 1) & mask
+            }
         }
     }
 }

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+import StrataTestSupport
+@testable import Strata
+
+/// An object reaches its context through a shared ``ContextLink`` (no weak reference): these pin
+/// what that must keep. Objects do not keep their context alive; reading one whose context was
+/// released, or reading it off its context's queue, stops with a message that names the fix.
+@Suite struct ObjectConfinementTests {
+    /// A good inserted and saved in a context that is then released; the object is returned.
+    static func orphanedGood(_ url: URL) throws -> ManagedObject {
+        let coordinator = try StoreCoordinator(model: ModelTests.goods(), url: url)
+        var context: ManagedObjectContext? = coordinator.newContext()
+        let good = try context!.performAndWait {
+            let good = try context!.insert("Good")
+            try good.setValue("Apple", forKey: "name")
+            try context!.save()
+            return good
+        }
+        context = nil
+        return good
+    }
+
+    @Test func objectsDoNotKeepTheirContextAlive() throws {
+        let directory = TemporaryDirectory()
+        let good = try Self.orphanedGood(directory.file("g.sqlite"))
+        #expect(good.managedObjectContext == nil)
+        #expect(!good.isFault)
+    }
+
+    @Test func objectsAnswerOnTheirContextsQueueAndKnowTheirContext() throws {
+        let directory = TemporaryDirectory()
+        let coordinator = try StoreCoordinator(model: ModelTests.goods(), url: directory.file("g.sqlite"))
+        let context = coordinator.newContext()
+        try context.performAndWait {
+            let good = try context.insert("Good")
+            good[attribute: "name"] = "Pear"
+            #expect(good.managedObjectContext === context)
+            #expect(good[attribute: "name"] as String? == "Pear")
+            #expect(try good.value(forKey: "name") as? String == "Pear")
+            let child = context.newChildContext()
+            try context.save()
+            try child.performAndWait {
+                let mine = try child.existingObject(with: good.objectID)
+                #expect(mine.managedObjectContext === child)
+                #expect(mine[attribute: "name"] as String? == "Pear")
+            }
+        }
+    }
+
+    @Test func readingAnObjectWhoseContextWasReleasedStops() async {
+        await #expect(processExitsWith: .failure) {
+            let directory = TemporaryDirectory()
+            let good = try ObjectConfinementTests.orphanedGood(directory.file("g.sqlite"))
+            _ = good[attribute: "name"] as String?
+        }
+        await #expect(processExitsWith: .failure) {
+            let directory = TemporaryDirectory()
+            let good = try ObjectConfinementTests.orphanedGood(directory.file("g.sqlite"))
+            _ = try good.value(forKey: "name")
+        }
+    }
+
+    @Test func readingAnObjectOffItsContextsQueueStops() async {
+        await #expect(processExitsWith: .failure) {
+            let directory = TemporaryDirectory()
+            let coordinator = try StoreCoordinator(model: ModelTests.goods(), url: directory.file("g.sqlite"))
+            let context = coordinator.newContext()
+            let good = try context.performAndWait { try context.insert("Good") }
+            _ = good[attribute: "name"] as String?
+        }
+        // The control: the same read inside performAndWait exits normally.
+        await #expect(processExitsWith: .success) {
+            let directory = TemporaryDirectory()
+            let coordinator = try StoreCoordinator(model: ModelTests.goods(), url: directory.file("g.sqlite"))
+            let context = coordinator.newContext()
+            let good = try context.performAndWait { try context.insert("Good") }
+            context.performAndWait { precondition(good[attribute: "name"] as String? == "x") }
+        }
+    }
+}
