@@ -187,7 +187,7 @@ final class Runner {
             self.realStores[contender] = store
         }
         let r = ratioRow(name, rows: data.flights.count + 16 + 1458 + 3322, .milliseconds, samples)
-        record(withImportGoal(r, note: "raw: 4 prepared INSERTs in one BEGIN IMMEDIATE…COMMIT; GRDB: record.insert(db) in one queue.write; Strata: update context → saveToStore() (update → main → writer → disk)"))
+        record(withImportGoal(r, note: "raw: 4 prepared INSERTs in one BEGIN IMMEDIATE…COMMIT; GRDB: record.insert(db) in one queue.write; Strata: objects inserted in an update context, attributes and to-ones set through the typed subscripts, then saveToStore() (update → main → writer → disk)"))
     }
 
     /// Goal of import and fetch: ≤ 1.5× raw and faster than GRDB.

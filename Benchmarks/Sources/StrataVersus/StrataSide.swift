@@ -148,10 +148,11 @@ enum StrataSide {
                 o[attribute: "hour"] = f.hour
                 o[attribute: "minute"] = f.minute
                 o[attribute: "time_hour"] = f.timeHour
-                try o.setValue(airlines[Int(f.airline) - 1], forKey: "airline")
-                try o.setValue(airports[Int(f.origin) - 1], forKey: "origin")
-                try o.setValue(f.dest.map { airports[Int($0) - 1] }, forKey: "dest")
-                try o.setValue(f.plane.map { planes[Int($0) - 1] }, forKey: "plane")
+                // Typed to-one access, as a subclass's properties would (no `Any` box).
+                o[toOne: "airline"] = airlines[Int(f.airline) - 1]
+                o[toOne: "origin"] = airports[Int(f.origin) - 1]
+                o[toOne: "dest"] = f.dest.map { airports[Int($0) - 1] }
+                o[toOne: "plane"] = f.plane.map { planes[Int($0) - 1] }
             }
             let phase = ContinuousClock.now
             try update.saveToStore()

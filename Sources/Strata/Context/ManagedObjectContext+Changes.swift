@@ -17,6 +17,11 @@ extension ManagedObjectContext {
     }
 
     func setAttribute(_ object: ManagedObject, _ index: Int, _ value: AttributeValue?) throws {
+        // An inserted object is saved whole whatever changed: no comparison (two value copies).
+        if object.state == .inserted {
+            object.current.attributes[index] = value
+            return
+        }
         guard object.current.attributes[index] != value else { return }
         object.current.attributes[index] = value
         markChanged(object)

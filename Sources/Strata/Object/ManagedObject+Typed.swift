@@ -75,7 +75,24 @@ extension ManagedObject {
             return typed
         }
         set {
-            do { try setValue(newValue, forKey: key) } catch {
+            // Straight to the context: no `Any` box and no dynamic cast (`setValue(_:forKey:)`'s
+            // cost), the same checks.
+            guard case .toOne(let index)? = info.slot(key) else { misuse(key, "a to-one relationship") }
+            checkAccess()
+            do {
+                if let newValue {
+                    guard newValue.info.name == info.toOneDestinations[index] else {
+                        throw ObjectError.wrongType(entity: info.name, key: key, expected: info.toOneDestinations[index], actual: newValue.info.name)
+                    }
+                    guard newValue.link === link, newValue.state != .invalid else {
+                        throw ObjectError.objectInAnotherContext(entity: info.name, key: key)
+                    }
+                }
+                try link.withContext { context in
+                    try context.fulfill(self)
+                    try context.setToOne(self, index, newValue)
+                }
+            } catch {
                 preconditionFailure("\(error): pass an object of the destination entity from the same context.")
             }
         }
@@ -142,7 +159,7 @@ extension ManagedObject {
     /// `int16` attribute, a wrong type) goes through ``setValue(_:forKey:)`` with `original`, which
     /// converts or explains.
     @inline(__always)
-    private func typedWrite(_ key: String, _ value: AttributeValue?, _ original: Any?) {
+    private func typedWrite<Original>(_ key: String, _ value: AttributeValue?, _ original: Original?) {
         guard case .attribute(let index)? = info.slot(key) else { misuse(key, "an attribute") }
         let exact: Bool
         switch value {
@@ -152,9 +169,11 @@ extension ManagedObject {
         }
         do {
             if exact {
-                let context = liveContext()
-                try context.fulfill(self)
-                try context.setAttribute(self, index, value)
+                checkAccess()
+                try link.withContext { context in
+                    try context.fulfill(self)
+                    try context.setAttribute(self, index, value)
+                }
             } else {
                 try setValue(original, forKey: key)
             }

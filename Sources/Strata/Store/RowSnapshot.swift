@@ -24,7 +24,21 @@ struct RowSnapshot: Sendable, Equatable {
 
     /// A new object's values: every default, no relationships.
     init(defaultsOf info: EntityInfo) {
-        self = info.defaultRow
+        // Fresh arrays, not the shared `info.defaultRow`: a new object is written at once, and
+        // the copy-on-write of a shared array copies element by element through the enum's
+        // value witness, where filling with nil and setting the few defaults is a fraction of it.
+        // (`reserveCapacity` then appends: the stdlib's `Array(repeating:count:)` and
+        // `Array(unsafeUninitializedCapacity:)` allocate through an unspecialised entry point that
+        // looks the storage class's metadata up on every call, twice the cost of the allocation.)
+        var attributes: [AttributeValue?] = []
+        attributes.reserveCapacity(info.attributeTypes.count)
+        for _ in info.attributeTypes { attributes.append(nil) }
+        for (index, value) in info.nonNilDefaults { attributes[index] = value }
+        self.attributes = attributes
+        var toOnes: [Int64?] = []
+        toOnes.reserveCapacity(info.toOnes.count)
+        for _ in info.toOnes { toOnes.append(nil) }
+        self.toOnes = toOnes
     }
 
     /// Reads the row the statement is positioned on (columns as in `EntityInfo.selectSQL`):
@@ -32,6 +46,7 @@ struct RowSnapshot: Sendable, Equatable {
     init(statement: Statement, info: EntityInfo, firstColumn: Int32 = 1) {
         // Plain loops over the attribute types (no `Attribute` copies: each holds strings whose
         // retains and releases cost more than reading the column).
+        // `reserveCapacity` then appends (see `init(defaultsOf:)` for why not an initialiser).
         let types = info.attributeTypes
         var column = firstColumn
         var attributes: [AttributeValue?] = []
@@ -95,7 +110,15 @@ struct RowSnapshot: Sendable, Equatable {
     /// Binds a value in its stored form (``AttributeValue/storageValue``, shared with the
     /// condition back ends).
     static func bind(_ value: AttributeValue?, to statement: Statement, at index: Int32) throws {
-        try statement.bind(value?.storageValue ?? .null, at: index)
+        // The common types straight to their SQLite call, without the `SQLiteValue` in between.
+        switch value {
+        case nil: try statement.bindNull(at: index)
+        case .int64(let v)?: try statement.bind(v, at: index)
+        case .double(let v)?: try statement.bind(v, at: index)
+        case .string(let v)?: try statement.bind(v, at: index)
+        case .date(let v)?: try statement.bind(v.timeIntervalSinceReferenceDate, at: index)
+        case let other?: try statement.bind(other.storageValue, at: index)
+        }
     }
 }
 

@@ -120,6 +120,8 @@ final class EntityInfo: Sendable {
     let attributeTypes: [AttributeType]
     /// A new object's row: every default, no relationships.
     let defaultRow: RowSnapshot
+    /// The attributes whose default is not nil, with their default.
+    let nonNilDefaults: [(Int, AttributeValue)]
     /// The slot named `key`.
     @inline(__always)
     func slot(_ key: String) -> Slot? { slotTable.lookup(key) }
@@ -168,6 +170,7 @@ final class EntityInfo: Sendable {
         }
         attributeTypes = attributes.map(\.type)
         defaultRow = RowSnapshot(attributes: attributes.map(\.defaultValue), toOnes: Array(repeating: nil, count: toOnes.count))
+        nonNilDefaults = attributes.enumerated().compactMap { pair in pair.element.defaultValue.map { (pair.offset, $0) } }
         attributeRules = attributes.enumerated().filter { _, a in
             a.minValue != nil || a.maxValue != nil || a.minLength != nil || a.maxLength != nil || a.regex != nil
         }.map { (index: $0.offset, attribute: $0.element) }
