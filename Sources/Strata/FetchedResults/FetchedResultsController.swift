@@ -174,7 +174,7 @@ public final class FetchedResultsController {
                     let isText = storage == .text
                     row.withBytes(at: column, asText: isText) { bytes in
                         stamp.bytes(bytes, tag: isText ? 3 : 4)
-                        if sectioned, column == 1, !(sectionStorage == storage && bytes.elementsEqual(sectionBytes)) {
+                        if sectioned, column == 1, !(sectionStorage == storage && sectionBytes.withUnsafeBufferPointer { FetchedRows.sameBytes(bytes, $0) }) {
                             sectionBytes = Array(bytes)
                             sectionStorage = storage
                             section = isText ? .text(String(decoding: bytes, as: UTF8.self)) : .blob(Data(bytes))

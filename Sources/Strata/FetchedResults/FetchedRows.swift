@@ -1,3 +1,4 @@
+internal import Foundation
 internal import StrataSQLite
 
 /// A results controller's rows: sections of ordered primary keys, kept in chunks of at most
@@ -76,9 +77,20 @@ struct FetchedRows: Sendable {
         switch (a, b) {
         case (.null, .null): true
         case let (.integer(x), .integer(y)): x == y
-        case let (.text(x), .text(y)): x.utf8.count == y.utf8.count && x.utf8.elementsEqual(y.utf8)
+        case (.text(var x), .text(var y)):
+            // Rows of one section share one `String`: same storage, no byte compare at all.
+            x.withUTF8 { a in y.withUTF8 { b in sameBytes(a, b) } }
         default: false
         }
+    }
+
+    /// Byte equality by `memcmp` (the generic `elementsEqual` is a loop of optional bytes), and
+    /// without reading when both are the same bytes.
+    @inline(__always)
+    static func sameBytes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        guard a.count > 0, let x = a.baseAddress, let y = b.baseAddress else { return true }
+        return x == y || memcmp(x, y, a.count) == 0
     }
 
     /// Appends a whole section after the last one, its keys in order, chunk by chunk (stamps

@@ -211,7 +211,22 @@ final class EntityInfo: Sendable {
 
 /// Names → slots: open addressing over a power-of-two table at most half full, a hash of the
 /// key's length and end bytes, the name compared only on a hash hit.
+///
+/// In front of it, a table of the names' *representations*: a name of up to 15 UTF-8 bytes is a
+/// small string on 64-bit platforms, its bytes, count and flags in the string's two words, so a
+/// key whose two words equal a name's two words is that name. Property names are small and
+/// usually literals on both sides, so a lookup is a hash of two words and one comparison. A key
+/// that misses there (a long name, a string built another way) takes the byte path: the answer
+/// never depends on the representation, only the speed does.
 struct SlotTable: Sendable {
+    private struct Small: Sendable {
+        var words: (UInt64, UInt64)
+        var slot: Slot
+    }
+    /// Power-of-two sized, at most a quarter full; `nil` is empty.
+    private let small: [Small?]
+    private let smallShift: UInt64
+
     private struct Entry: Sendable {
         var start: Int32
         var count: Int32
@@ -246,6 +261,33 @@ struct SlotTable: Sendable {
         self.bytes = bytes
         self.entries = entries
         self.table = table
+
+        var smallCapacity = 16
+        while smallCapacity < names.count * 4 { smallCapacity *= 2 }
+        var small = [Small?](repeating: nil, count: smallCapacity)
+        let shift = UInt64(64 - smallCapacity.trailingZeroBitCount)
+        if SlotTable.wordsAreRepresentation {
+            for (name, slot) in names where name.utf8.count <= 15 {
+                let words = SlotTable.words(of: name)
+                var position = SlotTable.position(words, shift: shift)
+                while small[position] != nil { position = (position + 1) & (smallCapacity - 1) }
+                small[position] = Small(words: words, slot: slot)
+            }
+        }
+        self.small = small
+        smallShift = shift
+    }
+
+    /// A `String` is two 64-bit words on the platforms Strata runs on; elsewhere only the byte
+    /// path is used.
+    private static let wordsAreRepresentation = MemoryLayout<String>.size == 16 && MemoryLayout<UInt>.size == 8
+
+    @inline(__always)
+    private static func words(of key: String) -> (UInt64, UInt64) { unsafeBitCast(key, to: (UInt64, UInt64).self) }
+
+    @inline(__always)
+    private static func position(_ words: (UInt64, UInt64), shift: UInt64) -> Int {
+        Int(truncatingIfNeeded: ((words.0 ^ (words.1 &* 0x9E37_79B9_7F4A_7C15)) &* 0xBF58_476D_1CE4_E5B9) >> shift)
     }
 
     /// Length, first and last bytes: enough to spread a model's property names, and a few
@@ -263,6 +305,15 @@ struct SlotTable: Sendable {
     /// more than the whole lookup.
     @inline(__always)
     func lookup(_ key: String) -> Slot? {
+        if SlotTable.wordsAreRepresentation {
+            let words = SlotTable.words(of: key)
+            let mask = small.count - 1
+            var position = SlotTable.position(words, shift: smallShift)
+            while let entry = small[position] {
+                if entry.words == words { return entry.slot }
+                position = (position + 1) & mask
+            }
+        }
         if let found = key.utf8.withContiguousStorageIfAvailable({ lookup(utf8: $0) }) { return found }
         return lookup(utf8: Array(key.utf8))
     }
