@@ -27,7 +27,7 @@ func main() throws {
         + "\(formatCount(data.planes.count)) planes from \(dataDirectory.path) (CSV parsed in \(Unit.milliseconds.format(loadSeconds)))")
 
     // Profiling aid: `STRATA_PROFILE=import|fetch|frc StrataVersus` runs only Strata's side of that
-    // workload (three times), so a profiler sees nothing else.
+    // workload (three times), so a profiler sees nothing else; `raw-import|raw-fetch` the raw side.
     if let profile = ProcessInfo.processInfo.environment["STRATA_PROFILE"] {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strata-profile-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -41,6 +41,21 @@ func main() throws {
         let flights = ProcessInfo.processInfo.environment["STRATA_PROFILE_FLIGHTS"].flatMap(Int.init)
             .map { Array(data.flights.prefix($0)) } ?? data.flights
         for round in 0..<3 {
+            // raw-import / raw-fetch: the raw C API side of the same workloads, so that counted
+            // instructions (callgrind) compare Strata with the practical limit repeatably.
+            if profile == "raw-import" || (profile == "raw-fetch" && round == 0 && !reuse) {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+                let db = try RawDB(path: url.path)
+                try db.createSchema()
+                let (_, seconds) = try timed { try db.importAll(data, flights: flights) }
+                say("raw import \(seconds)")
+            }
+            if profile == "raw-fetch" {
+                let db = try RawDB(path: url.path)
+                let (rows, seconds) = try timed { try db.allFlights() }
+                say("raw fetch \(rows.count) \(seconds)")
+            }
+            if profile.hasPrefix("raw-") { continue }
             if profile == "import" || (round == 0 && !reuse) {
                 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
                 let container = try PersistentContainer(model: StrataSide.model, url: url)

@@ -130,6 +130,8 @@ struct FetchPlan {
     let entities: Set<String>
     /// ` WHERE …` (or empty), with its arguments, then ` ORDER BY …`.
     let whereSQL: String
+    /// ` LEFT JOIN …` for sort keys through to-ones (or empty); part of every SELECT with `orderSQL`.
+    let joinSQL: String
     let orderSQL: String
     let arguments: [SQLiteValue]
     /// Each sort key's value as an SQL expression on `t0` (before folding or collation): what a
@@ -159,8 +161,26 @@ struct FetchPlan {
         var sql = ConditionSQL()
         whereSQL = condition.map { " WHERE " + sql.condition($0, alias: "t0") } ?? ""
         var values: [String] = []
+        // A sort key through to-ones reads its value through LEFT JOINs on the primary key (one
+        // lookup per row, shared by every key through the same hops) rather than a correlated
+        // subquery, which SQLite runs twice per row: once for the ORDER BY term and once for the
+        // selected value. At most one row matches, so the rows are the same.
+        var joins = ""
+        var joinAliases: [String: String] = [:]
         let terms = sortPaths.map { sort -> String in
-            var expression = sql.path(sort.path, alias: "t0")
+            var alias = "t0"
+            for hop in sort.path.hops {
+                let foreignKey = "\(alias).\(quoted(hop.owner.toOnes[hop.index].name))"
+                if let existing = joinAliases[foreignKey] {
+                    alias = existing
+                } else {
+                    let next = "s\(joinAliases.count + 1)"
+                    joins += " LEFT JOIN \(hop.destination.table) AS \(next) ON \(next).\(quoted(primaryKeyColumn)) = \(foreignKey)"
+                    joinAliases[foreignKey] = next
+                    alias = next
+                }
+            }
+            var expression = sql.path(BoundPath(hops: [], terminal: sort.path.terminal), alias: alias)
             values.append(expression)
             switch sort.key.comparison {
             case .binary: break
@@ -170,6 +190,7 @@ struct FetchPlan {
             return "\(expression) \(sort.key.ascending ? "ASC" : "DESC")"
         } + ["t0.\(quoted(primaryKeyColumn)) ASC"]
         orderSQL = " ORDER BY " + terms.joined(separator: ", ")
+        joinSQL = joins
         sortValueSQL = values
         arguments = sql.arguments
     }
@@ -214,7 +235,7 @@ struct FetchPlan {
 
     /// The whole SELECT for `columns` (already qualified with t0).
     func selectSQL(_ columns: String) -> String {
-        "SELECT \(columns) FROM \(info.table) AS t0" + whereSQL + orderSQL + windowSQL
+        "SELECT \(columns) FROM \(info.table) AS t0" + joinSQL + whereSQL + orderSQL + windowSQL
     }
 
     var columnList: String {
