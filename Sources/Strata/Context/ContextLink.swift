@@ -7,7 +7,8 @@ internal import Synchronization
 /// Objects do not keep their context alive (Core Data's rule as well: keep your context). They
 /// used to reach it through a `weak` reference, but a context is also weakly referenced by its
 /// coordinator and its parent, so it has a side table, and every weak load and every retain or
-/// release of it goes through that table: a third of the cost of reading an attribute. An object
+/// release of it goes through that table: about a quarter of the samples of fetching and reading
+/// every flight (perf: weak loads 8%, slow releases 17%). An object
 /// now holds this link strongly (a plain object: cheap to retain), checks its queue and liveness
 /// here, and borrows the context unretained only when it needs it: to read a fault, to write.
 // @unchecked because: `owner` and `alive` are atomics; `unmanaged` is written once, in the

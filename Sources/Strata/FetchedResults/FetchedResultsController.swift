@@ -158,34 +158,34 @@ public final class FetchedResultsController {
         let statement = try db.cachedStatement(plan.keyAndSortValuesSQL(withVersion: true))
         try statement.bind(plan.arguments)
         // Stamps are hashed from the column bytes, and a text section value becomes a `String`
-        // only when it differs from the previous row's (rows arrive grouped by section): no
-        // per-row values array or string.
+        // only when its bytes differ from the previous row's section (rows arrive grouped by
+        // section): no per-row values array or string.
         var section: SQLiteValue = .null
-        var sectionBytes: [UInt8] = []
-        var sectionStorage = Statement.StorageClass.null
         try statement.forEachRow { row in
             var stamp = StampHasher(version: row.int64(at: count + 1))
             for column in 1...count {
+                let isSection = sectioned && column == 1
                 let storage = row.storageClass(at: column)
                 switch storage {
-                case .integer: stamp.integer(row.int64(at: column))
-                case .real: stamp.real(row.double(at: column))
+                case .integer:
+                    let value = row.int64(at: column)
+                    stamp.integer(value)
+                    if isSection { section = .integer(value) }
+                case .real:
+                    let value = row.double(at: column)
+                    stamp.real(value)
+                    if isSection { section = .real(value) }
                 case .text, .blob:
                     let isText = storage == .text
                     row.withBytes(at: column, asText: isText) { bytes in
                         stamp.bytes(bytes, tag: isText ? 3 : 4)
-                        if sectioned, column == 1, !(sectionStorage == storage && sectionBytes.withUnsafeBufferPointer { FetchedRows.sameBytes(bytes, $0) }) {
-                            sectionBytes = Array(bytes)
-                            sectionStorage = storage
+                        if isSection, !FetchedRows.holds(section, bytes, isText: isText) {
                             section = isText ? .text(String(decoding: bytes, as: UTF8.self)) : .blob(Data(bytes))
                         }
                     }
-                    continue
-                case .null: stamp.null()
-                }
-                if sectioned, column == 1 {
-                    section = row.value(at: 1)
-                    sectionStorage = storage
+                case .null:
+                    stamp.null()
+                    if isSection { section = .null }
                 }
             }
             rows.append(FetchedRow(key: row.int64(at: 0), section: sectioned ? section : .null, stamp: stamp.value))

@@ -84,6 +84,16 @@ struct FetchedRows: Sendable {
         }
     }
 
+    /// `value` is text (`isText`) or a blob whose bytes are `bytes`.
+    @inline(__always)
+    static func holds(_ value: SQLiteValue, _ bytes: UnsafeBufferPointer<UInt8>, isText: Bool) -> Bool {
+        switch value {
+        case .text(var text) where isText: text.withUTF8 { sameBytes($0, bytes) }
+        case .blob(let data) where !isText: data.withUnsafeBytes { sameBytes($0.bindMemory(to: UInt8.self), bytes) }
+        default: false
+        }
+    }
+
     /// Byte equality by `memcmp` (the generic `elementsEqual` is a loop of optional bytes), and
     /// without reading when both are the same bytes.
     @inline(__always)

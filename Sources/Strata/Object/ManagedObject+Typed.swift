@@ -80,14 +80,7 @@ extension ManagedObject {
             guard case .toOne(let index)? = info.slot(key) else { misuse(key, "a to-one relationship") }
             checkAccess()
             do {
-                if let newValue {
-                    guard newValue.info.name == info.toOneDestinations[index] else {
-                        throw ObjectError.wrongType(entity: info.name, key: key, expected: info.toOneDestinations[index], actual: newValue.info.name)
-                    }
-                    guard newValue.link === link, newValue.state != .invalid else {
-                        throw ObjectError.objectInAnotherContext(entity: info.name, key: key)
-                    }
-                }
+                if let newValue { _ = try destinationObject(newValue, key: key, entity: info.toOneDestinations[index]) }
                 try link.withContext { context in
                     try context.fulfill(self)
                     try context.setToOne(self, index, newValue)

@@ -119,8 +119,7 @@ final class EntityInfo: Sendable {
     /// Each attribute's type, in slot order (read on every `setValue`: no `Attribute` copy).
     let attributeTypes: [AttributeType]
     /// A new object's row: every default, no relationships.
-    let defaultRow: RowSnapshot
-    /// The attributes whose default is not nil, with their default.
+    /// The attributes whose default is not nil, with their default (a new object's values).
     let nonNilDefaults: [(Int, AttributeValue)]
     /// The slot named `key`.
     @inline(__always)
@@ -169,7 +168,6 @@ final class EntityInfo: Sendable {
                               otherColumn: ownIsFirst ? "\"b\"" : "\"a\"")
         }
         attributeTypes = attributes.map(\.type)
-        defaultRow = RowSnapshot(attributes: attributes.map(\.defaultValue), toOnes: Array(repeating: nil, count: toOnes.count))
         nonNilDefaults = attributes.enumerated().compactMap { pair in pair.element.defaultValue.map { (pair.offset, $0) } }
         attributeRules = attributes.enumerated().filter { _, a in
             a.minValue != nil || a.maxValue != nil || a.minLength != nil || a.maxLength != nil || a.regex != nil

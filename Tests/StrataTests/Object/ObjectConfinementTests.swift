@@ -25,7 +25,6 @@ import StrataTestSupport
         let directory = TemporaryDirectory()
         let good = try Self.orphanedGood(directory.file("g.sqlite"))
         #expect(good.managedObjectContext == nil)
-        #expect(!good.isFault)
     }
 
     @Test func objectsAnswerOnTheirContextsQueueAndKnowTheirContext() throws {

@@ -1,0 +1,247 @@
+internal import Foundation
+internal import StrataSQLite
+
+// Commits and row reads: everything that writes the store's rows, and the reads that contexts
+// make through the coordinator. Split from StoreCoordinator.swift; all of it runs under the
+// coordinator's lock (`withConnection`).
+extension StoreCoordinator {
+    // MARK: Commit
+
+    /// Writes `changes` in one `BEGIN IMMEDIATE … COMMIT`: rows, join rows, the generation bump
+    /// with a fresh nonce, and the generations of the touched entities. Nothing is written when
+    /// any statement fails or a conflict is refused.
+    ///
+    /// Updates and deletes are optimistic: each applies only where the row still has the version
+    /// the context read. A row changed or deleted since is a conflict, resolved by `policy`
+    /// inside the same transaction (see ``MergePolicy``).
+    func commit(_ changes: StoreChanges, policy: MergePolicy, origin: String? = nil) throws -> CommitOutcome {
+        precondition(!changes.isEmpty, "commit called with nothing to write")
+        let outcome: CommitOutcome = try withConnection { db in
+            let outcome = try db.transaction(.immediate) {
+                KillPoint.hit("transaction.begun", in: origin)
+                var resolutions: [ObjectID: Resolution] = [:]
+                var conflicts: [MergeConflict] = []
+                // Whether any row changed: a save whose every change resolved to their version
+                // writes nothing and must not bump the generation.
+                var wrote = false
+                /// Runs the policy on a row whose optimistic write found another version.
+                func resolve(_ info: EntityInfo, _ key: Int64, original: RowSnapshot, ours: RowSnapshot?) throws -> (RowSnapshot?, ConflictOutcome?) {
+                    let theirs = try StoreCoordinator.readRow(db, info, key)
+                    let id = ObjectID(entityName: info.name, primaryKey: key)
+                    do {
+                        return (theirs, try policy.resolve(info, id, original: original, ours: ours, theirs: theirs, stored: { theirs }))
+                    } catch let error as MergeConflictError {
+                        conflicts += error.conflicts
+                        return (theirs, .adoptDeletion)
+                    }
+                }
+                for (info, key, original) in changes.deleted {
+                    try db.cachedStatement(info.deleteSQL).execute(.integer(key), .integer(original.version))
+                    guard db.changes == 0 else {
+                        wrote = true
+                        continue
+                    }
+                    let id = ObjectID(entityName: info.name, primaryKey: key)
+                    switch try resolve(info, key, original: original, ours: nil) {
+                    case (_, nil), (_, .delete?):
+                        try db.cachedStatement(info.forceDeleteSQL).execute(.integer(key))
+                        wrote = wrote || db.changes > 0
+                    case (_, .adoptTheirs(let theirs)?):
+                        resolutions[id] = .adoptedTheirs(theirs)
+                    case (_, .adoptDeletion?), (_, .write?):
+                        resolutions[id] = .deletedByThem
+                    }
+                }
+                for (owner, table, column, key) in changes.joinRowsOfDeleted where resolutions[owner] == nil {
+                    try db.cachedStatement("DELETE FROM \(table) WHERE \(column) = ?").execute(.integer(key))
+                    wrote = wrote || db.changes > 0
+                }
+                // One statement lookup per entity, not per row: every parameter is bound for each
+                // row, so the statement is only reset between rows.
+                var statements: [ObjectIdentifier: Statement] = [:]
+                func statement(_ info: EntityInfo, _ sql: String) throws -> Statement {
+                    let key = ObjectIdentifier(info)
+                    if let statement = statements[key] { return statement }
+                    let statement = try db.cachedStatement(sql)
+                    statements[key] = statement
+                    return statement
+                }
+                for (info, key, row) in changes.inserted {
+                    let insert = try statement(info, info.insertSQL)
+                    try insert.bind(key, at: 1)
+                    try row.bind(to: insert, from: 2)
+                    try insert.execute()
+                    wrote = true
+                }
+                statements.removeAll(keepingCapacity: true)
+                for (info, key, row, original) in changes.updated {
+                    let update = try statement(info, info.updateSQL)
+                    try row.bind(to: update, from: 1)
+                    try update.bind(key, at: Int32(info.columns.count + 1))
+                    try update.bind(original.version, at: Int32(info.columns.count + 2))
+                    try update.execute()
+                    guard db.changes == 0 else {
+                        wrote = true
+                        continue
+                    }
+                    let id = ObjectID(entityName: info.name, primaryKey: key)
+                    switch try resolve(info, key, original: original, ours: row) {
+                    case (_, nil):
+                        resolutions[id] = .written(try StoreCoordinator.forceUpdate(db, info, key, row))
+                        wrote = true
+                    case (_, .write(let merged)?):
+                        resolutions[id] = .written(try StoreCoordinator.forceUpdate(db, info, key, merged))
+                        wrote = true
+                    case (_, .adoptTheirs(let theirs)?):
+                        resolutions[id] = .adoptedTheirs(theirs)
+                    case (_, .adoptDeletion?), (_, .delete?):
+                        resolutions[id] = .deletedByThem
+                    }
+                }
+                if !conflicts.isEmpty { throw MergeConflictError(conflicts: conflicts) }
+                // Membership is not part of a row, so a row conflict does not drop it, unless one
+                // side's row was deleted by someone else.
+                func gone(_ id: ObjectID) -> Bool { resolutions[id] == .deletedByThem }
+                for (owner, other, table, a, b) in changes.joinDeletes where !gone(owner) && !gone(other) {
+                    try db.cachedStatement("DELETE FROM \(table) WHERE \"a\" = ? AND \"b\" = ?").execute(.integer(a), .integer(b))
+                    wrote = wrote || db.changes > 0
+                }
+                for (owner, other, table, a, b) in changes.joinInserts where !gone(owner) && !gone(other) {
+                    try db.cachedStatement("INSERT OR IGNORE INTO \(table) (\"a\", \"b\") VALUES (?, ?)").execute(.integer(a), .integer(b))
+                    wrote = wrote || db.changes > 0
+                }
+                guard wrote else { return CommitOutcome(result: nil, resolutions: resolutions) }
+                KillPoint.hit("rows.written", in: origin)
+                let nonce = StoreCoordinator.randomNonce()
+                let bump = try db.cachedStatement(
+                    "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation")
+                try bump.bind(nonce, at: 1)
+                guard try bump.step() else { throw StoreError.notAStrataStore(path: db.path) }
+                let generation = bump.int64(at: 0)
+                while try bump.step() {}
+                KillPoint.hit("generation.bumped", in: origin)
+                for entity in changes.touchedEntities.sorted() {
+                    try db.cachedStatement("UPDATE strata_entity SET generation = ?, nonce = ? WHERE name = ?")
+                        .execute(.integer(generation), .blob(nonce), .text(entity))
+                }
+                KillPoint.hit("entities.stamped", in: origin)
+                // Our own commit is no news for processExternalChanges (data_version ignores it too).
+                for entity in changes.touchedEntities { knownEntityGenerations[entity] = generation }
+                if refreshModelJSON {
+                    // Same hash, newer defaults or validation rules: keep the stored model current.
+                    try db.cachedStatement("UPDATE strata_meta SET model_version = ?, model_json = ? WHERE id = 1")
+                        .execute(.text(model.versionIdentifier), .text(String(decoding: model.jsonData(), as: UTF8.self)))
+                }
+                return CommitOutcome(
+                    result: CommitResult(generation: generation, nonce: nonce, touchedEntities: changes.touchedEntities),
+                    resolutions: resolutions)
+            }
+            if outcome.result != nil { refreshModelJSON = false }   // under the lock, once COMMIT succeeded
+            return outcome
+        }
+        if let result = outcome.result { scheduleCacheRefreshes(touching: result.touchedEntities) }
+        return outcome
+    }
+
+    /// The stored row `key` of `info`, or `nil`.
+    static func readRow(_ db: Connection, _ info: EntityInfo, _ key: Int64) throws -> RowSnapshot? {
+        let statement = try db.cachedStatement(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) = ?")
+        try statement.bind(key, at: 1)
+        defer { statement.reset() }
+        return try statement.step() ? RowSnapshot(statement: statement, info: info) : nil
+    }
+
+    /// Writes `row` whatever the stored version; returns it with the new version.
+    private static func forceUpdate(_ db: Connection, _ info: EntityInfo, _ key: Int64, _ row: RowSnapshot) throws -> RowSnapshot {
+        let update = try db.cachedStatement(info.forceUpdateSQL)
+        try row.bind(to: update, from: 1)
+        try update.bind(key, at: Int32(info.columns.count + 1))
+        defer { update.reset() }
+        var written = row
+        if try update.step() { written.version = update.int64(at: 0) }
+        while try update.step() {}
+        return written
+    }
+
+    /// The stored row of `id` (for a fault, or a child context's read through its ancestors).
+    func row(for id: ObjectID) throws -> RowSnapshot? {
+        guard let info = model.schema.infos[id.entityName] else { throw ObjectError.unknownEntity(id.entityName) }
+        return try withConnection { try StoreCoordinator.readRow($0, info, id.primaryKey) }
+    }
+
+    /// The stored rows of `ids`, one statement per entity (`… WHERE "_pk" IN json_each(?)`).
+    func rows(for ids: [ObjectID]) throws -> [ObjectID: RowSnapshot] {
+        let byEntity = Dictionary(grouping: ids, by: \.entityName)
+        return try withConnection { db in
+            var rows: [ObjectID: RowSnapshot] = [:]
+            for (entity, ids) in byEntity {
+                guard let info = model.schema.infos[entity] else { throw ObjectError.unknownEntity(entity) }
+                let statement = try db.cachedStatement(
+                    info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
+                try statement.bind("[" + ids.map { String($0.primaryKey) }.joined(separator: ",") + "]", at: 1)
+                try statement.forEachRow {
+                    rows[ObjectID(entityName: entity, primaryKey: $0.int64(at: 0))] = RowSnapshot(statement: $0, info: info)
+                }
+            }
+            return rows
+        }
+    }
+
+    /// The stored members of to-many `index` of object `key` of `info`.
+    func toManyKeys(_ info: EntityInfo, _ index: Int, of key: Int64) throws -> Set<Int64> {
+        let sql: String
+        switch info.toManyStorage[index] {
+        case let .inverseColumn(table, column):
+            sql = "SELECT \(quoted(primaryKeyColumn)) FROM \(table) WHERE \(column) = ?"
+        case let .joinTable(table, own, other):
+            sql = "SELECT \(other) FROM \(table) WHERE \(own) = ?"
+        }
+        return try withConnection { db in
+            let statement = try db.cachedStatement(sql)
+            try statement.bind(key, at: 1)
+            var keys = Set<Int64>()
+            try statement.forEachRow { keys.insert($0.int64(at: 0)) }
+            return keys
+        }
+    }
+
+    static func randomNonce() -> Data {
+        var generator = SystemRandomNumberGenerator()
+        return Data((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+}
+
+/// Everything one save writes. Updates and deletes carry the row as read (`original`), whose
+/// version the optimistic write checks.
+struct StoreChanges {
+    var inserted: [(EntityInfo, Int64, RowSnapshot)] = []
+    var updated: [(EntityInfo, Int64, RowSnapshot, original: RowSnapshot)] = []
+    var deleted: [(EntityInfo, Int64, original: RowSnapshot)] = []
+    /// (deleted object, join table, column, key): every join row of a deleted object.
+    var joinRowsOfDeleted: [(ObjectID, String, String, Int64)] = []
+    /// (owner, other member, join table, a, b).
+    var joinInserts: [(ObjectID, ObjectID, String, Int64, Int64)] = []
+    var joinDeletes: [(ObjectID, ObjectID, String, Int64, Int64)] = []
+    var touchedEntities: Set<String> = []
+
+    var isEmpty: Bool {
+        inserted.isEmpty && updated.isEmpty && deleted.isEmpty && joinInserts.isEmpty && joinDeletes.isEmpty
+    }
+}
+
+/// How a conflicting object ended in a commit.
+enum Resolution: Equatable {
+    /// The row was written with these values (merged by the policy) at this version.
+    case written(RowSnapshot)
+    /// Nothing was written; the object takes the stored row.
+    case adoptedTheirs(RowSnapshot)
+    /// The row was deleted by someone else; the object leaves the context.
+    case deletedByThem
+}
+
+/// A commit's public result plus how its conflicts were resolved. `result` is `nil` when every
+/// change resolved to the other side's version: nothing was written, the generation is unchanged.
+struct CommitOutcome {
+    var result: CommitResult?
+    var resolutions: [ObjectID: Resolution]
+}
