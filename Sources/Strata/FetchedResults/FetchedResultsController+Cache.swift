@@ -64,7 +64,8 @@ extension FetchedResultsController {
         for section in rows.sections {
             for chunk in section.chunks { keys.append(contentsOf: rows.chunks[Int(chunk)].keys) }
         }
-        let sections = rows.sections.map {
+        // An unsectioned layout's kept empty section is not written: a file's sections hold rows.
+        let sections = rows.sections.filter { $0.count > 0 }.map {
             SectionCacheSection(value: $0.value, name: $0.name, indexTitle: $0.indexTitle, count: $0.count)
         }
         return SectionCacheFile(stamp: stamp, request: request, sections: sections, keys: keys)
@@ -93,7 +94,7 @@ extension FetchedResultsController {
     private func installFromCache(_ file: SectionCacheFile) {
         let range = file.keys.isEmpty ? nil : file.keys.min()!...file.keys.max()!
         var locations = KeyLocations(expecting: range, count: file.keys.count)
-        var rows = FetchedRows()
+        var rows = FetchedRows(keepsOneSection: sectionNameKeyPath == nil)
         var offset = 0
         for section in file.sections {
             let (name, title) = makeSection(section.value)

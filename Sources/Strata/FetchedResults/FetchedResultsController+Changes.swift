@@ -15,19 +15,19 @@ extension FetchedResultsController {
             if needsRerun || plan.request.fetchLimit != nil || plan.request.fetchOffset > 0
                 || !changes.entitiesChangedElsewhere.isDisjoint(with: plan.entities)
                 || changes.all.contains(where: { dependencies.throughToMany.contains($0.entityName) }) {
-                try rerun(changes, plan)
+                try rerun(EntityKeyChanges(changes, entity: root), plan)
                 return
             }
             try loadRelatedValues(plan)
-            var candidates = Set<Int64>()
-            for id in changes.all where id.entityName == root { candidates.insert(id.primaryKey) }
+            let own = EntityKeyChanges(changes, entity: root)
+            var candidates = own.all
             guard let related = try relatedCandidates(changes, plan, dependencies) else {
-                try rerun(changes, plan)
+                try rerun(own, plan)
                 return
             }
             candidates.formUnion(related)
             guard !candidates.isEmpty else { return }
-            try follow(candidates, changes, plan)
+            try follow(candidates, own, plan)
         } catch {
             needsRerun = true
             report(.failed(.trackingFailed(reason: "\(error)")))
@@ -82,7 +82,7 @@ extension FetchedResultsController {
     }
 
     /// Removes every candidate, re-evaluates each and inserts it where it now belongs.
-    private func follow(_ candidates: Set<Int64>, _ changes: ObjectChanges, _ plan: FetchPlan) throws {
+    private func follow(_ candidates: Set<Int64>, _ own: EntityKeyChanges, _ plan: FetchPlan) throws {
         let context = managedObjectContext
         let order = sectionOrder
         let before = rows
@@ -103,7 +103,9 @@ extension FetchedResultsController {
             for entry in tracked {
                 if let chunk = locations[entry.key] { rows.remove(entry.key, inChunk: chunk, locations: &locations, order: order) }
             }
-            let gone = Set(changes.deleted.union(changes.invalidated).map(\.primaryKey))
+            // Rows of the controller's own entity that left the context: deleted objects of other
+            // entities (a category whose items were nullified) say nothing about these keys.
+            let gone = own.deleted.union(own.invalidated)
             let first = sectionNameKeyPath != nil ? 1 : 0
             var probed: [Int64: [SQLiteValue]] = [:]
             func values(of key: Int64) throws -> [SQLiteValue] {
@@ -145,15 +147,14 @@ extension FetchedResultsController {
         }
         self.rows = rows
         self.locations = locations
-        let updated = Set(changes.updated.union(changes.refreshed).union(changes.inserted)
-            .filter { $0.entityName == plan.info.name }.map(\.primaryKey))
+        let updated = own.updated.union(own.refreshed).union(own.inserted)
         let result = changeSet(before: before, after: rows, tracked: tracked, updated: updated)
         if !result.isEmpty { report(.changes(result)) }
     }
 
     /// Runs the request again and compares the whole layout (O(n)): rows whose stamp changed,
     /// that came or went, or that changed order are reported.
-    private func rerun(_ changes: ObjectChanges, _ plan: FetchPlan) throws {
+    private func rerun(_ own: EntityKeyChanges, _ plan: FetchPlan) throws {
         trackingStatistics.reruns += 1
         let fetched = try fetchRows(plan)
         let before = rows
@@ -165,15 +166,19 @@ extension FetchedResultsController {
         var oldIndex: [Int64: Int] = [:]
         oldIndex.reserveCapacity(old.count)
         for (i, row) in old.enumerated() { oldIndex[row.key] = i }
-        var changed = Set<Int64>()
-        for id in changes.all where id.entityName == plan.info.name { changed.insert(id.primaryKey) }
-        var updated = changed
+        var changed = own.all
+        // Updated: the rows the change names as changed. Stamps say more only when rows changed
+        // through another connection (nobody named them): they compare a row's version and sort
+        // values, and a version read from a context's memory can lag the store's for rows that
+        // context saved itself, so a stamp mismatch alone is no news for a change made here.
+        var updated = own.inserted.union(own.updated)
+        if !own.changedElsewhere { updated.formUnion(own.refreshed) }
         var kept: [(key: Int64, oldIndex: Int)] = []
         for row in fetched {
             guard let i = oldIndex[row.key] else { changed.insert(row.key); continue }
             if comparable && old[i].stamp != row.stamp {
                 changed.insert(row.key)
-                updated.insert(row.key)
+                if own.changedElsewhere { updated.insert(row.key) }
             } else if !changed.contains(row.key) {
                 kept.append((row.key, i))
             }
@@ -214,6 +219,35 @@ extension FetchedResultsController {
         }
         let result = changeSet(before: before, after: after, tracked: tracked, updated: updated)
         if !result.isEmpty { report(.changes(result)) }
+    }
+
+    /// The keys of the controller's entity that a change names, by kind: the only form in which
+    /// the controller reads an ``ObjectChanges``, so that no key is compared without its entity
+    /// (`Category/1` is not `Item/1`).
+    struct EntityKeyChanges {
+        var inserted: Set<Int64> = []
+        var updated: Set<Int64> = []
+        var deleted: Set<Int64> = []
+        var refreshed: Set<Int64> = []
+        var invalidated: Set<Int64> = []
+        /// Another connection changed rows of the entity (which ones is not known).
+        var changedElsewhere = false
+
+        init(_ changes: ObjectChanges, entity: String) {
+            func keys(_ ids: Set<ObjectID>) -> Set<Int64> {
+                var keys = Set<Int64>()
+                for id in ids where id.entityName == entity { keys.insert(id.primaryKey) }
+                return keys
+            }
+            inserted = keys(changes.inserted)
+            updated = keys(changes.updated)
+            deleted = keys(changes.deleted)
+            refreshed = keys(changes.refreshed)
+            invalidated = keys(changes.invalidated)
+            changedElsewhere = changes.entitiesChangedElsewhere.contains(entity)
+        }
+
+        var all: Set<Int64> { inserted.union(updated).union(deleted).union(refreshed).union(invalidated) }
     }
 
     /// Each section's first flat position.

@@ -205,7 +205,7 @@ public final class FetchedResultsController {
             range = low...high
         }
         var locations = KeyLocations(expecting: range, count: fetched.count)
-        var rows = FetchedRows()
+        var rows = FetchedRows(keepsOneSection: sectionNameKeyPath == nil)
         let order = sectionOrder
         for row in fetched {
             rows.append(key: row.key, stamp: row.stamp, sectionValue: row.section, locations: &locations, order: order,

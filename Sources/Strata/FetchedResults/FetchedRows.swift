@@ -32,6 +32,17 @@ struct FetchedRows: Sendable {
     var chunks: [Chunk] = []
     var freeChunks: [Int32] = []
     var count = 0
+    /// An unsectioned controller's layout: exactly one section (`""`, value `.null`), also
+    /// when it holds no row, as a single-section table's data source expects.
+    private(set) var keepsOneSection = false
+
+    init() {}
+
+    /// An empty layout; `keepsOneSection`: it starts with its one empty section and never drops it.
+    init(keepsOneSection: Bool) {
+        self.keepsOneSection = keepsOneSection
+        if keepsOneSection { sections = [Section(value: .null, name: "", indexTitle: nil, chunks: [], count: 0)] }
+    }
 
     /// Where a key is: its section and its item in the section.
     struct Location: Equatable {
@@ -108,6 +119,12 @@ struct FetchedRows: Sendable {
     mutating func appendSection(value: SQLiteValue, name: String, indexTitle: String?, keys: ArraySlice<Int64>,
                                 locations: inout KeyLocations) {
         var section = Section(value: value, name: name, indexTitle: indexTitle, chunks: [], count: keys.count)
+        if keepsOneSection, let only = sections.last, only.count == 0 {
+            // The one section of an unsectioned layout, still empty: the keys go there.
+            sections.removeLast()
+            section.name = only.name
+            section.indexTitle = only.indexTitle
+        }
         section.chunks.reserveCapacity(keys.count / FetchedRows.chunkCapacity + 1)
         var start = keys.startIndex
         while start < keys.endIndex {
@@ -238,7 +255,7 @@ struct FetchedRows: Sendable {
             chunks[c] = Chunk(keys: [], stamps: [], sectionValue: .null)
             freeChunks.append(chunk)
         }
-        if sections[s].count == 0 { sections.remove(at: s) }
+        if sections[s].count == 0, !keepsOneSection { sections.remove(at: s) }
     }
 
     /// Inserts a row into the section of `sectionValue` (created when missing) where `precedes`
@@ -264,6 +281,14 @@ struct FetchedRows: Sendable {
         }
         // The chunk: the last whose first key precedes the new row (else the first).
         let list = sections[s].chunks
+        if list.isEmpty {
+            // The kept empty section of an unsectioned layout.
+            let chunk = newChunk(Chunk(keys: [key], stamps: [stamp], sectionValue: sectionValue))
+            sections[s].chunks = [chunk]
+            sections[s].count = 1
+            locations[key] = chunk
+            return
+        }
         var lo = 0, hi = list.count
         while lo < hi {
             let mid = (lo + hi) / 2
