@@ -54,7 +54,7 @@ final class Harness {
         let (served, rows) = try main.performAndWait { () throws -> (Bool, Int) in
             try controller.performFetch()
             controller.delegate = tracker
-            return (controller.servedFromCache, controller.numberOfObjects)
+            return (controller.cacheStatus == .served, controller.numberOfObjects)
         }
         emit("open \(try container.coordinator.metadata().generation) served=\(served ? 1 : 0) rows=\(rows)")
         switch options.mode {

@@ -206,7 +206,7 @@ import StrataTestSupport
                                                       sectionNameKeyPath: spec.section, cacheName: spec.name)
             let result = try context.performAndWait {
                 try controller.performFetch()
-                return (controller.servedFromCache, controller.lastCacheRejection, controller.snapshot)
+                return (controller.cacheStatus == .served, controller.cacheStatus.rejection, controller.snapshot)
             }
             coordinator.waitForCacheWrites()
             return result

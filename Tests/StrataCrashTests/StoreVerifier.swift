@@ -71,7 +71,7 @@ enum StoreVerifier {
             let goods = try main.count(for: FetchRequest(entityName: "Good"))
             let a = cached.snapshot, b = fresh.snapshot
             return Verification(reopenFailure: reopenFailure, integrity: integrity, missing: acked.subtracting(present).sorted(),
-                                servedFromCache: cached.servedFromCache, rejection: cached.lastCacheRejection,
+                                servedFromCache: cached.cacheStatus == .served, rejection: cached.cacheStatus.rejection,
                                 matches: a == b, difference: a == b ? nil : describe(cached: a, fresh: b), goods: goods,
                                 cached: a, fresh: b)
         }

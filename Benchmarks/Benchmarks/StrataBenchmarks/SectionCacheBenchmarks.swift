@@ -28,7 +28,7 @@ func cachedOpen(_ benchmark: Benchmark, _ fixture: GoodsStore, expectWarm: Bool)
                                                   sectionNameKeyPath: "category.name", cacheName: cacheName)
         try controller.performFetch()
         benchmark.stopMeasurement()
-        return (controller.servedFromCache, controller.numberOfObjects)
+        return (controller.cacheStatus == .served, controller.numberOfObjects)
     }
     container.coordinator.waitForCacheWrites()
     guard served == expectWarm, count == fixture.rowCount else {

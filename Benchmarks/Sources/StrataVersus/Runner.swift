@@ -543,7 +543,7 @@ final class Runner {
                         let controller = FetchedResultsController(fetchRequest: StrataSide.listRequest(), managedObjectContext: main,
                                                                   sectionNameKeyPath: "airline.name", cacheName: StrataSide.cacheName)
                         try controller.performFetch()
-                        guard controller.servedFromCache else { throw VersusError("the section cache was not served") }
+                        guard controller.cacheStatus == .served else { throw VersusError("the section cache was not served") }
                         var n = 0
                         for item in 0..<50 {
                             _ = try controller.object(at: FetchedIndexPath(item: item, section: 0))

@@ -249,7 +249,7 @@ enum StrataSide {
                                                       sectionNameKeyPath: "airline.name", cacheName: cacheName)
             try controller.performFetch()
             let sections = (controller.sections ?? []).map { (name: $0.name, count: $0.numberOfObjects) }
-            return (sections, controller.servedFromCache, controller)
+            return (sections, controller.cacheStatus == .served, controller)
         }
     }
 

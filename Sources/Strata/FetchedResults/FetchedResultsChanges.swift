@@ -185,6 +185,14 @@ public enum FetchedResultsError: Error, Sendable, Equatable, CustomStringConvert
     /// Following a change failed (the store could not be read): the controller kept its last
     /// layout, reported this, and re-runs its request on the next change.
     case trackingFailed(reason: String)
+    /// The controller's cache name can't name a cache file, so the cache would miss at every
+    /// fetch: a name is 1–200 UTF-8 bytes without NUL, and its encoded file name (every byte
+    /// other than an ASCII letter, digit, `-` or `_` takes 3) must fit the 255-byte limit with the
+    /// temporary prefix. `reason` names the rule broken (`empty`, `longer than 200 UTF-8 bytes`,
+    /// `contains NUL`, `too long once encoded…`, as ``SectionCacheError/invalidName(_:reason:)``
+    /// gives it). Thrown by ``FetchedResultsController/performFetch()`` before anything is
+    /// fetched.
+    case invalidCacheName(name: String, reason: String)
 
     public var description: String {
         switch self {
@@ -197,6 +205,10 @@ public enum FetchedResultsError: Error, Sendable, Equatable, CustomStringConvert
                 + "store a normalised copy of the value to section case-insensitively"
         case .notFetched: "call performFetch() first"
         case .trackingFailed(let reason): "the results controller could not follow a change (\(reason)); it keeps its last layout and re-runs its request on the next change"
+        case let .invalidCacheName(name, reason):
+            "invalid cache name \(name.debugDescription) (\(reason)): a cache name is 1–200 UTF-8 bytes without NUL whose "
+                + "file name, with every byte other than a letter, digit, - or _ taking 3, fits 229 bytes; pick a shorter ASCII name, "
+                + "or pass nil for no cache"
         }
     }
 }

@@ -8,28 +8,39 @@ extension FetchedResultsController {
     /// installs the cache when it validates, else fetches from one committed snapshot (rows and
     /// stamp read in the same read transaction), installs that, and schedules the cache's write.
     /// Returns `false` when the cache does not apply (unsaved changes, an in-memory store).
+    /// Sets ``cacheStatus`` to what it did.
     func fetchThroughCache(_ plan: FetchPlan) throws -> Bool {
-        servedFromCache = false
-        lastCacheRejection = nil
+        cacheStatus = .none
         let context = managedObjectContext
-        guard let cacheName, let caches = context.coordinator.preparedSectionCaches() else { return false }
+        guard let cacheName else { return false }
+        guard let caches = context.coordinator.preparedSectionCaches() else {
+            cacheStatus = .skipped(.inMemoryStore)
+            SectionCacheStore.logger.debug("section cache skipped", metadata: ["cache": "\(cacheName)", "reason": "\(SectionCacheSkipReason.inMemoryStore)"])
+            return false
+        }
         // A cache holds committed rows only: with unsaved changes beneath it is neither read nor written.
-        guard !context.chainHasPendingChanges(plan.entities) else { return false }
+        guard !context.chainHasPendingChanges(plan.entities) else {
+            cacheStatus = .skipped(.unsavedChanges)
+            SectionCacheStore.logger.debug("section cache skipped", metadata: ["cache": "\(cacheName)", "reason": "\(SectionCacheSkipReason.unsavedChanges)"])
+            return false
+        }
         let request = CanonicalRequest(plan.request, sectionKeyPath: sectionNameKeyPath)
         do {
             let file = try validatedCache(cacheName, caches, plan, request)
             installFromCache(file)
-            servedFromCache = true
+            cacheStatus = .served
             KillPoint.hit("cache.load.validated")
             SectionCacheStore.logger.debug("section cache served", metadata: ["cache": "\(cacheName)", "objects": "\(file.keys.count)"])
             return true
         } catch let reason {
-            lastCacheRejection = reason
+            cacheStatus = .rebuilt(reason)
             let metadata: Logger.Metadata = ["cache": "\(cacheName)", "reason": "\(reason.rawValue)"]
             if reason.isCorrupt {
+                // An anomaly: something broke a file Strata wrote (or wrote it elsewhere).
                 SectionCacheStore.logger.warning("section cache rejected and rebuilt", metadata: metadata)
             } else {
-                SectionCacheStore.logger.info("section cache not served, rebuilding", metadata: metadata)
+                // Expected: a first launch (missing), or a commit since the file was written (stale).
+                SectionCacheStore.logger.debug("section cache not served, rebuilding", metadata: metadata)
             }
         }
         KillPoint.hit("cache.rebuild.begin")

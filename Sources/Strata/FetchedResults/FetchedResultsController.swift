@@ -37,15 +37,34 @@ public final class FetchedResultsController {
     /// ``performFetch()`` serves the sections and IDs from the cache file when it matches the
     /// committed store, and otherwise fetches and writes it. `nil`: no cache.
     public let cacheName: String?
-    /// Why the last ``performFetch()`` did not serve the cache (`nil` when it did, or when there
-    /// is no cache name).
-    public internal(set) var lastCacheRejection: SectionCacheRejection?
-    /// Whether the last ``performFetch()`` was served from the cache.
-    public internal(set) var servedFromCache = false
+    /// What the last ``performFetch()`` did with the cache: ``SectionCacheStatus/served``,
+    /// ``SectionCacheStatus/rebuilt(_:)`` with the reason the file was not served (missing,
+    /// stale, corrupt…), ``SectionCacheStatus/skipped(_:)`` when the cache did not apply (unsaved
+    /// changes along the context chain, an in-memory store), or ``SectionCacheStatus/none``
+    /// without a cache name and before the first fetch. Read it on the context's queue.
+    public internal(set) var cacheStatus: SectionCacheStatus {
+        get {
+            assertOnQueue()
+            return storedCacheStatus
+        }
+        set { storedCacheStatus = newValue }
+    }
+    private var storedCacheStatus = SectionCacheStatus.none
+    /// Why the last ``performFetch()`` did not serve the cache (`nil` when it did, when the cache
+    /// was skipped, or when there is no cache name): ``cacheStatus``'s
+    /// ``SectionCacheStatus/rejection``.
+    @available(*, deprecated, message: "use cacheStatus")
+    public var lastCacheRejection: SectionCacheRejection? { cacheStatus.rejection }
+    /// Whether the last ``performFetch()`` was served from the cache: ``cacheStatus`` is
+    /// ``SectionCacheStatus/served``.
+    @available(*, deprecated, message: "use cacheStatus")
+    public var servedFromCache: Bool { cacheStatus == .served }
 
     /// Receives every change. Setting a delegate starts change tracking; with no delegate and no
-    /// ``changes()`` stream the controller tracks nothing and costs nothing.
+    /// ``changes()`` stream the controller tracks nothing and costs nothing. Set it on the
+    /// context's queue.
     public weak var delegate: (any FetchedResultsControllerDelegate)? {
+        willSet { assertOnQueue("delegate") }
         didSet { updateTracking() }
     }
 
@@ -65,8 +84,15 @@ public final class FetchedResultsController {
     var relatedValues: [ObjectID: [SQLiteValue]] = [:]
     /// Whether `relatedValues` was loaded for the current layout (when tracking starts).
     var relatedValuesLoaded = false
-    /// The work following changes has done so far.
-    public internal(set) var trackingStatistics = FetchedResultsTracking()
+    /// The work following changes has done so far. Read it on the context's queue.
+    public internal(set) var trackingStatistics: FetchedResultsTracking {
+        get {
+            assertOnQueue()
+            return storedTrackingStatistics
+        }
+        set { storedTrackingStatistics = newValue }
+    }
+    private var storedTrackingStatistics = FetchedResultsTracking()
     /// False after a layout came from a cache file (which stores no stamps): a re-run then can't
     /// tell value-only changes of rows nobody named.
     var stampsKnown = true
@@ -100,12 +126,22 @@ public final class FetchedResultsController {
     /// Runs the request: one query for the IDs and the sort keys' values (or, when the context
     /// or an ancestor holds unsaved changes for the entities it reads, the context's fetch).
     ///
-    /// - Throws: ``FetchedResultsError/missingSortKeys(entity:)``,
+    /// - Throws: ``FetchedResultsError/invalidCacheName(name:reason:)`` (before anything is
+    ///   fetched: the controller stays unfetched), ``FetchedResultsError/missingSortKeys(entity:)``,
     ///   ``FetchedResultsError/sectionKeyNotFirstSortKey(sectionKeyPath:firstSortKey:)``, and what a
     ///   fetch throws (unknown keys name the entity and key).
     public func performFetch() throws {
         let context = managedObjectContext
-        context.assertOnQueue()
+        assertOnQueue()
+        if let cacheName {
+            // A name no file can carry would miss the cache forever, silently: refuse it.
+            do throws(SectionCacheError) {
+                _ = try SectionCacheStore.fileName(forCacheNamed: cacheName)
+            } catch {
+                guard case .invalidName(_, let reason) = error else { throw error }
+                throw FetchedResultsError.invalidCacheName(name: cacheName, reason: reason)
+            }
+        }
         guard let first = fetchRequest.sortKeys.first else {
             throw FetchedResultsError.missingSortKeys(entity: fetchRequest.entityName)
         }
@@ -262,37 +298,55 @@ public final class FetchedResultsController {
 
     // MARK: Sections and objects
 
+    /// Stops with a message that names the fix when called off the context's queue: the
+    /// controller, like the context's objects, is used inside `perform`/`performAndWait` only.
+    /// Every public accessor calls it.
+    func assertOnQueue(_ function: StaticString = #function) {
+        precondition(managedObjectContext.isOnQueue,
+                     "FetchedResultsController.\(function) called off its context's queue: wrap the call in context.performAndWait { … } or await context.perform { … }.")
+    }
+
     /// The sections, in order; `nil` before ``performFetch()``. Cheap: each section's IDs are
-    /// built only when read.
+    /// built only when read. Read it on the context's queue.
     public var sections: [FetchedSection]? {
-        managedObjectContext.assertOnQueue()
+        assertOnQueue()
         guard let plan else { return nil }
         return FetchedSnapshot(rows: rows, entity: plan.info.name).sections
     }
 
     /// The sections and their IDs: no object is materialised, and the IDs are shared with the
-    /// controller until read.
+    /// controller until read. Take it on the context's queue; the snapshot itself is `Sendable`.
     public var snapshot: FetchedSnapshot {
-        FetchedSnapshot(rows: rows, entity: plan?.info.name ?? fetchRequest.entityName)
+        assertOnQueue()
+        return FetchedSnapshot(rows: rows, entity: plan?.info.name ?? fetchRequest.entityName)
     }
 
-    /// The number of rows held.
-    public var numberOfObjects: Int { rows.count }
+    /// The number of rows held. Read it on the context's queue.
+    public var numberOfObjects: Int {
+        assertOnQueue()
+        return rows.count
+    }
 
     /// Bytes the controller's layout holds: keys (8 a row), stamps (4), the key index (4 a row
-    /// when keys are dense) and the chunk and section tables. Measured by the benchmarks.
-    public var layoutBytes: Int { rows.bytes + locations.bytes }
+    /// when keys are dense) and the chunk and section tables. Measured by the benchmarks. Read it
+    /// on the context's queue.
+    public var layoutBytes: Int {
+        assertOnQueue()
+        return rows.bytes + locations.bytes
+    }
 
-    /// The index titles of the sections, without repeats, in order.
+    /// The index titles of the sections, without repeats, in order. Read it on the context's queue.
     public var sectionIndexTitles: [String] {
+        assertOnQueue()
         var seen = Set<String>()
         return rows.sections.compactMap(\.indexTitle).filter { seen.insert($0).inserted }
     }
 
     /// The section that the index title `title` at position `index` of ``sectionIndexTitles``
     /// stands for: the first section with that title, or else section `index` (the last one
-    /// when there are fewer).
+    /// when there are fewer). Call it on the context's queue.
     public func section(forSectionIndexTitle title: String, at index: Int) -> Int {
+        assertOnQueue()
         if let found = rows.sections.firstIndex(where: { $0.indexTitle == title }) { return found }
         return min(index, max(0, rows.sections.count - 1))
     }
@@ -308,9 +362,10 @@ public final class FetchedResultsController {
         }
     }
 
-    /// Every fetched object, in order, materialised in batches.
+    /// Every fetched object, in order, materialised in batches. Read it on the context's queue.
     public var fetchedObjects: [ManagedObject]? {
         get throws {
+            assertOnQueue()
             guard plan != nil else { return nil }
             return try objects(for: snapshot.objectIDs)
         }
@@ -319,7 +374,7 @@ public final class FetchedResultsController {
     /// The object at `indexPath`; a fault is read together with the rest of its batch (one
     /// statement for up to ``FetchRequest/fetchBatchSize`` rows).
     public func object(at indexPath: FetchedIndexPath) throws -> ManagedObject {
-        managedObjectContext.assertOnQueue()
+        assertOnQueue()
         precondition(indexPath.section >= 0 && indexPath.section < rows.sections.count && indexPath.item >= 0
                         && indexPath.item < rows.sections[indexPath.section].count,
                      "FetchedResultsController.object(at:) was given \(indexPath), outside the controller's sections: check sections first.")
@@ -346,11 +401,17 @@ public final class FetchedResultsController {
         return objects
     }
 
-    /// Where `object` is, or `nil` when the controller does not hold it.
-    public func indexPath(for object: ManagedObject) -> FetchedIndexPath? { indexPath(forObjectID: object.objectID) }
+    /// Where `object` is, or `nil` when the controller does not hold it. Call it on the
+    /// context's queue.
+    public func indexPath(for object: ManagedObject) -> FetchedIndexPath? {
+        assertOnQueue()
+        return indexPath(forObjectID: object.objectID)
+    }
 
-    /// Where the object of `id` is, found through the key index (no scan).
+    /// Where the object of `id` is, found through the key index (no scan). Call it on the
+    /// context's queue.
     public func indexPath(forObjectID id: ObjectID) -> FetchedIndexPath? {
+        assertOnQueue()
         guard let plan, id.entityName == plan.info.name, let chunk = locations[id.primaryKey] else { return nil }
         let location = rows.location(of: id.primaryKey, inChunk: chunk, order: sectionOrder)
         return FetchedIndexPath(item: location.item, section: location.section)
@@ -360,8 +421,9 @@ public final class FetchedResultsController {
 
     /// Every event from now on, as an async sequence (starts change tracking).
     /// The stream ends its tracking when its consumer goes away (the stream is cancelled or
-    /// released).
+    /// released). Call it on the context's queue; the stream can be consumed anywhere.
     public func changes() -> AsyncStream<FetchedResultsEvent> {
+        assertOnQueue()
         let (stream, continuation) = AsyncStream<FetchedResultsEvent>.makeStream()
         nextStream += 1
         let token = nextStream

@@ -244,7 +244,7 @@ import StrataTestSupport
         let context = coordinator.newContext()
         let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context, cacheName: "people")
         try context.performAndWait { try controller.performFetch() }
-        #expect(!controller.servedFromCache && controller.lastCacheRejection == .otherModel)
+        #expect(context.performAndWait { controller.cacheStatus } == .rebuilt(.otherModel))
         #expect(context.performAndWait { controller.numberOfObjects } == 3)
     }
 }

@@ -34,7 +34,7 @@ import StrataTestSupport
                                                   sectionNameKeyPath: "category.name", cacheName: "goods")
         return try container.mainContext.performAndWait {
             try controller.performFetch()
-            return (controller.servedFromCache, controller.lastCacheRejection, controller.snapshot)
+            return (controller.cacheStatus == .served, controller.cacheStatus.rejection, controller.snapshot)
         }
     }
 

@@ -102,7 +102,7 @@ final class CacheFixture {
                                                   sectionNameKeyPath: sectionKeyPath, cacheName: cacheName)
         let result = try container.mainContext.performAndWait {
             try controller.performFetch()
-            return CacheFetch(served: controller.servedFromCache, rejection: controller.lastCacheRejection, snapshot: controller.snapshot)
+            return CacheFetch(served: controller.cacheStatus == .served, rejection: controller.cacheStatus.rejection, snapshot: controller.snapshot)
         }
         container.coordinator.waitForCacheWrites()
         return result
