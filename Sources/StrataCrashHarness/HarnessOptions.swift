@@ -2,7 +2,11 @@ import Foundation
 
 /// The harness's command line (plain parsing: `--name value` pairs).
 struct HarnessOptions {
-    enum Mode: String { case run, recover, seedScenario = "seed-scenario", tornCommit = "torn-commit", migrate, migrateMapping = "migrate-mapping" }
+    enum Mode: String {
+        case run, recover, seedScenario = "seed-scenario", tornCommit = "torn-commit", migrate, migrateMapping = "migrate-mapping"
+        /// A session that returns from main without close() (ExitWithoutClose.swift).
+        case exitWithoutClose = "exit-without-close"
+    }
     enum Journal: String { case wal, delete }
     enum Synchronous: String { case full, normal }
 
@@ -13,7 +17,7 @@ struct HarnessOptions {
     static let usage = """
         usage: strata-crash-harness --store PATH [--seed N] [--commits N] [--journal wal|delete]
                                     [--synchronous full|normal]
-                                    [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping]
+                                    [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close]
         """
 
     var store: String
@@ -57,7 +61,7 @@ struct HarnessOptions {
         }
         if let text = values.removeValue(forKey: "mode") {
             guard let mode = Mode(rawValue: text) else {
-                throw UsageError(description: "--mode must be run, recover, seed-scenario, torn-commit, migrate or migrate-mapping, got \(text)")
+                throw UsageError(description: "--mode must be run, recover, seed-scenario, torn-commit, migrate, migrate-mapping or exit-without-close, got \(text)")
             }
             options.mode = mode
         }

@@ -10,7 +10,8 @@
 // or at a random time, then checks the store. Usage:
 //
 //     strata-crash-harness --store PATH [--seed N] [--commits N] [--journal wal|delete]
-//                          [--synchronous full|normal] [--mode run|recover|seed-scenario|torn-commit]
+//                          [--synchronous full|normal]
+//                          [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close]
 
 import Foundation
 import Logging
@@ -26,31 +27,42 @@ do {
     exit(64)
 }
 
-// Only warnings and errors reach stderr: the parent reads it only to explain a failure.
-LoggingSystem.bootstrap { label in
-    var handler = StreamLogHandler.standardError(label: label)
-    handler.logLevel = .warning
-    return handler
-}
-
-do {
-    if options.mode == .tornCommit { try tornCommit(options) }
-    if options.mode == .migrate || options.mode == .migrateMapping {
-        // Opens the goods store with the next model version, migrating it (kill points migration.*):
-        // inferred (one transaction) or through a mapping model (built beside, then swapped in).
-        var storeOptions = StoreOptions()
-        storeOptions.journalMode = options.journal == .delete ? .delete : .wal
-        storeOptions.synchronous = options.synchronous == .full ? .full : .normal
-        storeOptions.migration = options.mode == .migrate ? .lightweight() : .mapped(mappings: [TestModels.goodsSectionMapping()])
-        let coordinator = try StoreCoordinator(model: TestModels.goodsWithSectionName(), url: URL(fileURLWithPath: options.store),
-                                               options: storeOptions)
-        FileHandle.standardOutput.write(Data("migrated \(try coordinator.metadata().modelVersion)\n".utf8))
-        coordinator.close()
-        exit(0)
+if options.mode == .exitWithoutClose {
+    // Before the logging bootstrap: this mode is an app that never configures swift-log. It
+    // returns, and main ends here (no exit call, no close()).
+    do {
+        try exitWithoutClose(options)
+    } catch {
+        FileHandle.standardError.write(Data("strata-crash-harness: \(error)\n".utf8))
+        exit(1)
     }
-    try Harness(options).run()
-    exit(0)
-} catch {
-    FileHandle.standardError.write(Data("strata-crash-harness: \(error)\n".utf8))
-    exit(1)
+} else {
+    // Only warnings and errors reach stderr: the parent reads it only to explain a failure.
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = .warning
+        return handler
+    }
+
+    do {
+        if options.mode == .tornCommit { try tornCommit(options) }
+        if options.mode == .migrate || options.mode == .migrateMapping {
+            // Opens the goods store with the next model version, migrating it (kill points migration.*):
+            // inferred (one transaction) or through a mapping model (built beside, then swapped in).
+            var storeOptions = StoreOptions()
+            storeOptions.journalMode = options.journal == .delete ? .delete : .wal
+            storeOptions.synchronous = options.synchronous == .full ? .full : .normal
+            storeOptions.migration = options.mode == .migrate ? .lightweight() : .mapped(mappings: [TestModels.goodsSectionMapping()])
+            let coordinator = try StoreCoordinator(model: TestModels.goodsWithSectionName(), url: URL(fileURLWithPath: options.store),
+                                                   options: storeOptions)
+            FileHandle.standardOutput.write(Data("migrated \(try coordinator.metadata().modelVersion)\n".utf8))
+            coordinator.close()
+            exit(0)
+        }
+        try Harness(options).run()
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("strata-crash-harness: \(error)\n".utf8))
+        exit(1)
+    }
 }

@@ -187,8 +187,8 @@ public struct SectionCacheStore: Sendable {
             try fileSystem.fsyncDirectory(folder)
             KillPoint.hit("cache.dir.fsynced")
         } catch let error as CacheFileError {
+            // Not logged here: the caller gets the error (a coordinator's scheduled writes log it).
             try? fileSystem.remove(temporary)
-            SectionCacheStore.logger.warning("section cache write failed", metadata: ["cache": "\(name)", "error": "\(error)"])
             throw .io(error)
         } catch {
             try? fileSystem.remove(temporary)

@@ -16,9 +16,25 @@ extension StoreCoordinator {
         try sectionCaches?.deleteAllCaches() ?? []
     }
 
-    /// Waits until every cache write scheduled so far has finished (tests, and apps about to exit).
+    /// Waits until every cache write scheduled so far has finished. Tests use it; an app need
+    /// not: ``close()``, the coordinator's release and a normal process exit (`exit`, or returning
+    /// from `main`) wait for them too. Called from the cache queue itself, it returns at once.
     public func waitForCacheWrites() {
+        flushCacheWork()
+    }
+
+    /// Waits for the cache queue's work so far, unless there never was any, or the caller runs
+    /// on the cache queue (which would wait for itself).
+    func flushCacheWork() {
+        guard let token = cacheQueueToken.withLock({ $0 }), !CacheQueueRegistry.isOnQueue(token) else { return }
         cacheQueue.sync {}
+    }
+
+    /// Registers the cache queue for the exit flush, once, before the first work is queued on it.
+    private func registerCacheQueue() {
+        cacheQueueToken.withLock { token in
+            if token == nil { token = CacheQueueRegistry.register(cacheQueue) }
+        }
     }
 
     /// The cache store, with stray temporary files removed the first time it is used.
@@ -33,10 +49,17 @@ extension StoreCoordinator {
     }
 
     /// Builds and writes a cache file on the cache queue, after the writes scheduled before it.
+    /// A write that fails or is refused (a symlinked folder, say) is logged as a warning: the
+    /// next fetch rebuilds the cache.
     func scheduleCacheWrite(named name: String, _ build: @escaping @Sendable () -> SectionCacheFile) {
         guard let sectionCaches else { return }
+        registerCacheQueue()
         cacheQueue.async {
-            try? sectionCaches.write(build(), named: name)
+            do {
+                try sectionCaches.write(build(), named: name)
+            } catch {
+                SectionCacheStore.logger.warning("section cache write failed", metadata: ["cache": "\(name)", "error": "\(error)"])
+            }
         }
     }
 }
@@ -76,6 +99,7 @@ extension StoreCoordinator {
                 return !pending
             }
             guard queued else { continue }
+            registerCacheQueue()
             cacheQueue.async { [self] in
                 refresher.pending.withLock { $0 = false }
                 refreshCache(refresher)

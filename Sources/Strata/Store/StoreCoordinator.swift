@@ -38,6 +38,9 @@ public final class StoreCoordinator: @unchecked Sendable {
     let cacheRefreshers = Locked<[ObjectIdentifier: CacheRefresher]>([:])
     /// The read-only connection cache refreshes read through (used on `cacheQueue` only).
     let refreshConnection = Locked<Connection?>(nil)
+    /// `cacheQueue`'s token in ``CacheQueueRegistry`` (flushed at process exit), set when the
+    /// first cache work is queued; `nil` while none ever was.
+    let cacheQueueToken = Locked<Int?>(nil)
     private let connection: Connection
     /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out.
     private var reservedKeys: [(next: Int64, end: Int64, block: Int64)] = []
@@ -225,14 +228,30 @@ public final class StoreCoordinator: @unchecked Sendable {
         }
     }
 
-    /// Closes the connection. Using the coordinator afterwards is a programmer error.
     /// Whether ``close()`` was called.
     public var isClosed: Bool { lock.withLock { connection.isClosed } }
 
+    /// Closes the connection, after waiting for the section cache writes queued so far. Using the
+    /// coordinator afterwards is a programmer error. (A coordinator that is released, or a
+    /// process that exits normally, also waits for them: closing is not needed to keep a cache.)
     public func close() {
-        cacheQueue.sync {}
+        flushCacheWork()
         refreshConnection.withLock { $0?.close(); $0 = nil }
         lock.withLock { connection.close() }
+    }
+
+    deinit {
+        // Cache writes queued so far are not lost with the coordinator: wait for them. When the
+        // last reference goes on the cache queue itself (a refresh held it), waiting would wait
+        // for itself; the work queued behind runs anyway, and the queue stays registered for the
+        // exit flush until it has.
+        guard let token = cacheQueueToken.withLock({ $0 }) else { return }
+        if CacheQueueRegistry.isOnQueue(token) {
+            cacheQueue.async { CacheQueueRegistry.unregister(token) }
+        } else {
+            cacheQueue.sync {}
+            CacheQueueRegistry.unregister(token)
+        }
     }
 
     /// Rebuilds the database file (`VACUUM`). Object IDs are primary keys declared
