@@ -9,9 +9,11 @@ extension ManagedObjectContext {
             object.state = .updated
             updated[object.objectID] = object
             noteLocal(object.objectID, \.updated)
-        case .updated:
+        case .updated, .inserted:
+            // An inserted object changed after its insert was reported is an update for those
+            // who listed it (reported as inserted only when both happen before one report).
             noteLocal(object.objectID, \.updated)
-        case .inserted, .deleted, .invalid:
+        case .deleted, .invalid:
             break
         }
     }
@@ -20,6 +22,7 @@ extension ManagedObjectContext {
         // An inserted object is saved whole whatever changed: no comparison (two value copies).
         if object.state == .inserted {
             object.current.attributes[index] = value
+            noteLocal(object.objectID, \.updated)
             return
         }
         guard object.current.attributes[index] != value else { return }
@@ -59,11 +62,12 @@ extension ManagedObjectContext {
         guard old != new else { return }
         let oldObject = try toOneObject(object, index)
         if let destination { try fulfill(destination) }
-        if let oldObject { try fulfill(oldObject) }
+        // A destination deleted under a no-action rule leaves a dangling key: nothing to unlink.
+        let oldExists = try oldObject.map(fulfillUnlessGone) ?? false
         object.current.toOnes[index] = new
         markChanged(object)
         guard let inverse = object.info.toOneInverseSlots[index] else { return }
-        if let oldObject { try removeInverse(of: object, from: oldObject, inverse: inverse) }
+        if let oldObject, oldExists { try removeInverse(of: object, from: oldObject, inverse: inverse) }
         if let destination { try addInverse(of: object, to: destination, inverse: inverse, relationship: .toOne(index)) }
     }
 
@@ -109,8 +113,7 @@ extension ManagedObjectContext {
             if let previous {
                 // `target` leaves its previous owner's relationship.
                 let previousOwner = try object(with: ObjectID(entityName: source.info.name, primaryKey: previous))
-                try fulfill(previousOwner)
-                switch relationship {
+                switch try fulfillUnlessGone(previousOwner) ? relationship : nil {
                 case .toOne(let j):
                     previousOwner.current.toOnes[j] = nil
                     markChanged(previousOwner)
@@ -118,7 +121,7 @@ extension ManagedObjectContext {
                     try loadToMany(previousOwner, j)
                     previousOwner.toMany[j].remove(target.objectID.primaryKey)
                     markChanged(previousOwner)
-                default: break
+                default: break       // (also: the previous owner's row is gone)
                 }
             }
             target.current.toOnes[i] = source.objectID.primaryKey
@@ -132,10 +135,22 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Reads `object` if it is a fault; false when its row no longer exists (a destination
+    /// deleted under a no-action delete rule, still named by a dangling key).
+    func fulfillUnlessGone(_ object: ManagedObject) throws -> Bool {
+        do {
+            try fulfill(object)
+            return true
+        } catch ObjectError.objectNotFound {
+            return false
+        }
+    }
+
     /// `target.inverse` loses `source`.
     private func removeInverse(of source: ManagedObject, from target: ManagedObject, inverse: Slot) throws {
-        // A fault must be read before it is marked changed: its row is what the save writes.
-        try fulfill(target)
+        // A fault must be read before it is marked changed: its row is what the save writes. A
+        // target whose row is gone (deleted under a no-action rule) has no inverse to update.
+        guard try fulfillUnlessGone(target) else { return }
         switch inverse {
         case .toOne(let i):
             guard target.current.toOnes[i] == source.objectID.primaryKey else { return }

@@ -223,6 +223,9 @@ public struct FetchedResultsTracking: Sendable, Equatable {
     public var rowsEvaluated = 0
     /// Unchanged rows whose sort values were read to place a changed row (a binary search).
     public var rowsProbed = 0
+    /// Times the rows' versions were read for a layout served from a cache file (once, when
+    /// tracking starts on it).
+    public var stampLoads = 0
     public init(reruns: Int = 0, rowsEvaluated: Int = 0, rowsProbed: Int = 0) {
         self.reruns = reruns
         self.rowsEvaluated = rowsEvaluated

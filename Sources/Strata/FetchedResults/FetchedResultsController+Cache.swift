@@ -97,6 +97,8 @@ extension FetchedResultsController {
             guard file.sections.count <= 1, file.sections.allSatisfy({ $0.value == .null }) else { throw .badBody }
         }
         for (a, b) in zip(file.sections, file.sections.dropFirst()) where order(a.value, b.value) >= 0 { throw .badBody }
+        // `""` shares `nil`'s section (a file written before that rule is rebuilt).
+        if file.sections.contains(where: { FetchedResultsController.sectionValue($0.value) != $0.value }) { throw .badBody }
         return file
     }
 
@@ -119,5 +121,7 @@ extension FetchedResultsController {
         relatedValuesLoaded = false
         needsRerun = false
         stampsKnown = false
+        servedCacheStamp = file.stamp
+        contentStamped = []
     }
 }

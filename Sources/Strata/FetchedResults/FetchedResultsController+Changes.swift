@@ -79,6 +79,20 @@ extension FetchedResultsController {
         var oldFlat = 0
         var new: FetchedRows.Location?
         var newFlat = 0
+        /// The row's stamp before, and whether it was a content stamp.
+        var oldStamp: UInt32 = 0
+        var oldContent = false
+    }
+
+    /// Whether a row changed since it was stamped `old` (a content stamp when `oldContent`),
+    /// judged on the row as the context shows it now. A content stamp compares exactly. A version
+    /// stamp (read from the store) compares with the row's version now, which is the store's for
+    /// a row the change names (merged or re-read with its new version); a row with unsaved
+    /// changes along the chain has changed from any version stamp.
+    static func changed(_ subject: VisibleSubject, old: UInt32, oldContent: Bool, pending: Bool) -> Bool {
+        if oldContent { return contentStamp(subject.row) != old }
+        if pending { return true }
+        return versionStamp(subject.row.version) != old
     }
 
     /// Removes every candidate, re-evaluates each and inserts it where it now belongs.
@@ -96,9 +110,19 @@ extension FetchedResultsController {
                 let location = before.location(of: key, inChunk: chunk, order: order)
                 entry.old = location
                 entry.oldFlat = beforeOffsets[location.section] + location.item
+                entry.oldStamp = before.stamp(of: key, inChunk: chunk)
+                entry.oldContent = self.contentStamped.contains(key)
             }
             return entry
         }
+        // A row the change names is reported updated when it changed since it was stamped, and
+        // takes a content stamp of what the context shows now. A row placed again only because a
+        // related object changed keeps its stamp: if its own values changed too (an edit not yet
+        // reported), the change that names it will find the difference.
+        let named = own.updated.union(own.refreshed).union(own.inserted)
+        let pendingKeys = named.isEmpty ? [] : context.chainPendingKeys(plan.info.name)
+        var contentStamped = self.contentStamped
+        var changedRows = Set<Int64>()
         do {
             for entry in tracked {
                 if let chunk = locations[entry.key] { rows.remove(entry.key, inChunk: chunk, locations: &locations, order: order) }
@@ -106,29 +130,42 @@ extension FetchedResultsController {
             // Rows of the controller's own entity that left the context: deleted objects of other
             // entities (a category whose items were nullified) say nothing about these keys.
             let gone = own.deleted.union(own.invalidated)
-            let first = sectionNameKeyPath != nil ? 1 : 0
+            // Rows are placed by all their sort values: within a section the first (the section
+            // key's) can still differ (`nil` and `""` share a section).
+            let sectioned = sectionNameKeyPath != nil
             var probed: [Int64: [SQLiteValue]] = [:]
             func values(of key: Int64) throws -> [SQLiteValue] {
                 if let known = probed[key] { return known }
                 guard let subject = try VisibleSubject(context: context, info: plan.info, key: key) else {
                     throw FetchedResultsError.trackingFailed(reason: "row \(key) of \(plan.info.name) vanished while being placed")
                 }
-                let found = try plan.sortPaths[first...].map { try $0.path.value(subject) }
+                let found = try plan.sortValues(subject)
                 trackingStatistics.rowsProbed += 1
                 probed[key] = found
                 return found
             }
             for entry in tracked where !gone.contains(entry.key) {
                 trackingStatistics.rowsEvaluated += 1
+                contentStamped.remove(entry.key)
                 guard let subject = try VisibleSubject(context: context, info: plan.info, key: entry.key),
                       try plan.condition?.evaluate(subject) ?? true else { continue }
                 let all = try plan.sortValues(subject)
-                let own = Array(all[first...])
-                probed[entry.key] = own
-                try rows.insert(key: entry.key, stamp: FetchedResultsController.stamp(version: subject.row.version, all),
-                                sectionValue: first == 1 ? all[0] : .null, locations: &locations, order: order,
-                                makeSection: makeSection) { other in
-                    let comparison = plan.compareSortValues(from: first, try values(of: other), own)
+                probed[entry.key] = all
+                var stamp = entry.oldStamp
+                if entry.old == nil || named.contains(entry.key) {
+                    if entry.old != nil, FetchedResultsController.changed(subject, old: entry.oldStamp, oldContent: entry.oldContent,
+                                                                         pending: pendingKeys.contains(entry.key)) {
+                        changedRows.insert(entry.key)
+                    }
+                    stamp = FetchedResultsController.contentStamp(subject.row)
+                    contentStamped.insert(entry.key)
+                } else if entry.oldContent {
+                    contentStamped.insert(entry.key)
+                }
+                try rows.insert(key: entry.key, stamp: stamp,
+                                sectionValue: sectioned ? FetchedResultsController.sectionValue(all[0]) : .null, locations: &locations,
+                                order: order, makeSection: makeSection) { other in
+                    let comparison = plan.compareSortValues(try values(of: other), all)
                     return comparison < 0 || (comparison == 0 && other < entry.key)
                 }
             }
@@ -147,8 +184,8 @@ extension FetchedResultsController {
         }
         self.rows = rows
         self.locations = locations
-        let updated = own.updated.union(own.refreshed).union(own.inserted)
-        let result = changeSet(before: before, after: rows, tracked: tracked, updated: updated)
+        self.contentStamped = contentStamped
+        let result = changeSet(before: before, after: rows, tracked: tracked, updated: changedRows)
         if !result.isEmpty { report(.changes(result)) }
     }
 
@@ -160,6 +197,7 @@ extension FetchedResultsController {
         let before = rows
         let old = before.flattened()
         let comparable = stampsKnown
+        let oldContent = contentStamped
         install(fetched)
         try loadRelatedValues(plan)
         let after = rows
@@ -167,24 +205,66 @@ extension FetchedResultsController {
         oldIndex.reserveCapacity(old.count)
         for (i, row) in old.enumerated() { oldIndex[row.key] = i }
         var changed = own.all
-        // Updated: the rows the change names as changed. Stamps say more only when rows changed
-        // through another connection (nobody named them): they compare a row's version and sort
-        // values, and a version read from a context's memory can lag the store's for rows that
-        // context saved itself, so a stamp mismatch alone is no news for a change made here.
-        var updated = own.inserted.union(own.updated)
-        if !own.changedElsewhere { updated.formUnion(own.refreshed) }
+        // Updated: a row the change names (or any row, when rows changed through another
+        // connection and nobody could name them) whose stamp says it changed. Stamps of one kind
+        // compare directly; a content stamp from before meets a version stamp from the store by
+        // taking the row's content stamp now.
+        let named = own.inserted.union(own.updated).union(own.refreshed)
+        var updated = Set<Int64>()
         var kept: [(key: Int64, oldIndex: Int)] = []
+        var keepStamps: [(key: Int64, stamp: UInt32, content: Bool)] = []
+        // Rows with unsaved changes along the chain (only needed when the fetch came from memory).
+        let pendingKeys = fetched.contains(where: \.content) ? managedObjectContext.chainPendingKeys(plan.info.name) : []
         for row in fetched {
             guard let i = oldIndex[row.key] else { changed.insert(row.key); continue }
-            if comparable && old[i].stamp != row.stamp {
+            let differs: Bool
+            if !comparable {
+                // A layout from a cache file has no stamps: only what the change names is known.
+                differs = own.all.contains(row.key)
+            } else if oldContent.contains(row.key) == row.content {
+                differs = old[i].stamp != row.stamp
+            } else if let subject = try VisibleSubject(context: managedObjectContext, info: plan.info, key: row.key) {
+                differs = FetchedResultsController.changed(subject, old: old[i].stamp, oldContent: oldContent.contains(row.key),
+                                                           pending: pendingKeys.contains(row.key))
+            } else {
+                differs = true
+            }
+            if differs {
                 changed.insert(row.key)
-                if own.changedElsewhere { updated.insert(row.key) }
+                if own.changedElsewhere || named.contains(row.key) {
+                    updated.insert(row.key)
+                } else {
+                    // Changed, but not named (an edit in a `perform` block not yet reported):
+                    // it keeps its old stamp, so that the change that names it finds the difference.
+                    keepStamps.append((row.key, old[i].stamp, oldContent.contains(row.key)))
+                }
             } else if !changed.contains(row.key) {
                 kept.append((row.key, i))
             }
         }
+        for (key, stamp, content) in keepStamps {
+            if let chunk = locations[key] { rows.setStamp(of: key, inChunk: chunk, to: stamp) }
+            if content { contentStamped.insert(key) } else { contentStamped.remove(key) }
+        }
         let newKeys = Set(fetched.map(\.key))
         for row in old where !newKeys.contains(row.key) { changed.insert(row.key) }
+        // Stamps say nothing of related rows: a row whose section changed (its category was
+        // renamed) is changed too, though its own values are not.
+        if sectionNameKeyPath != nil {
+            func sectionNames(_ layout: FetchedRows) -> [Int64: String] {
+                var names: [Int64: String] = [:]
+                for section in layout.sections {
+                    for c in section.chunks { for key in layout.chunks[Int(c)].keys { names[key] = section.name } }
+                }
+                return names
+            }
+            let oldNames = sectionNames(before), newNames = sectionNames(after)
+            kept.removeAll { entry in
+                guard oldNames[entry.key] != newNames[entry.key] else { return false }
+                changed.insert(entry.key)
+                return true
+            }
+        }
         // Unchanged rows keep their relative order unless a stamp collided: any that did not are changed too.
         let staying = Set(FetchedResultsController.longestIncreasingRun(kept.map(\.oldIndex)).map { kept[$0].key })
         for row in kept where !staying.contains(row.key) { changed.insert(row.key) }
@@ -248,6 +328,47 @@ extension FetchedResultsController {
         }
 
         var all: Set<Int64> { inserted.union(updated).union(deleted).union(refreshed).union(invalidated) }
+    }
+
+    /// A layout served from a cache file has no stamps (the file holds none). When tracking
+    /// starts on one, the rows' versions are read (one statement, no sort unless the request has
+    /// a window) in the same read transaction as the store's stamp: while the store is still the
+    /// one the cache showed, they become the stamps; otherwise the layout is fetched again. Without
+    /// stamps, a row that another connection changes without moving it could not be told from
+    /// one it did not touch (see ``StoreCoordinator/processExternalChanges()``).
+    func loadStampsOfCachedLayout(_ plan: FetchPlan) throws {
+        guard !stampsKnown, let served = servedCacheStamp else { return }
+        let context = managedObjectContext
+        let windowed = plan.request.fetchLimit != nil || plan.request.fetchOffset > 0
+        let columns = "t0.\(quoted(primaryKeyColumn)), t0.\(quoted(versionColumn))"
+        let sql = windowed ? plan.selectSQL(columns) : "SELECT \(columns) FROM \(plan.info.table) AS t0" + plan.joinSQL + plan.whereSQL
+        let (versions, metadata) = try context.coordinator.withConnection { db in
+            try db.transaction(.deferred) { () -> ([Int64: Int64], StoreMetadata) in
+                let statement = try db.cachedStatement(sql)
+                try statement.bind(plan.arguments)
+                var versions: [Int64: Int64] = [:]
+                versions.reserveCapacity(rows.count)
+                try statement.forEachRow { versions[$0.int64(at: 0)] = $0.int64(at: 1) }
+                return (versions, try StoreCoordinator.readMetadata(db))
+            }
+        }
+        trackingStatistics.stampLoads += 1
+        let fresh = served.staleness(against: SectionCacheStamp(metadata, entities: plan.entities)) == nil
+        guard fresh, versions.count == rows.count, !context.chainHasPendingChanges(plan.entities) else {
+            install(try fetchRows(plan))
+            return
+        }
+        for c in rows.chunks.indices {
+            for (i, key) in rows.chunks[c].keys.enumerated() {
+                guard let version = versions[key] else {
+                    install(try fetchRows(plan))
+                    return
+                }
+                rows.chunks[c].stamps[i] = FetchedResultsController.versionStamp(version)
+            }
+        }
+        stampsKnown = true
+        servedCacheStamp = nil
     }
 
     /// Each section's first flat position.

@@ -96,6 +96,12 @@ public final class FetchedResultsController {
     /// False after a layout came from a cache file (which stores no stamps): a re-run then can't
     /// tell value-only changes of rows nobody named.
     var stampsKnown = true
+    /// The rows whose stamp is a content stamp (placed from a context's memory: the follow path,
+    /// or a fetch over unsaved changes); the others carry version stamps read from the store.
+    /// See ``contentStamp(_:_:)``.
+    var contentStamped = Set<Int64>()
+    /// The stamp of the cache file the layout came from, until the rows' stamps are loaded.
+    var servedCacheStamp: SectionCacheStamp?
     /// Set when following a change failed: the next change re-runs the request.
     var needsRerun = false
     private var observation: ContextObservation?
@@ -159,7 +165,10 @@ public final class FetchedResultsController {
         if !cached {
             install(try fetchRows(plan))
         }
-        if isTracking { try loadRelatedValues(plan) }
+        if isTracking {
+            try loadStampsOfCachedLayout(plan)
+            try loadRelatedValues(plan)
+        }
         isStale = false
         updateTracking()
     }
@@ -169,6 +178,8 @@ public final class FetchedResultsController {
         var key: Int64
         var section: SQLiteValue
         var stamp: UInt32
+        /// A content stamp (read from a context's memory), not a version stamp (from the store).
+        var content = false
     }
 
     /// The rows the request matches now, in order: one statement when nothing is pending along
@@ -179,8 +190,8 @@ public final class FetchedResultsController {
         if plan.request.includesPendingChanges, context.chainHasPendingChanges(plan.entities) {
             return try context.fetch(plan.request).map { object in
                 let values = try plan.sortValues(ObjectSubject(object: object, context: context))
-                return FetchedRow(key: object.objectID.primaryKey, section: sectioned ? values[0] : .null,
-                                  stamp: FetchedResultsController.stamp(version: object.current.version, values))
+                return FetchedRow(key: object.objectID.primaryKey, section: sectioned ? FetchedResultsController.sectionValue(values[0]) : .null,
+                                  stamp: FetchedResultsController.contentStamp(object.current), content: true)
             }
         }
         return try context.coordinator.withConnection { try fetchRows(plan, on: $0) }
@@ -193,38 +204,29 @@ public final class FetchedResultsController {
         var rows: [FetchedRow] = []
         let statement = try db.cachedStatement(plan.keyAndSortValuesSQL(withVersion: true))
         try statement.bind(plan.arguments)
-        // Stamps are hashed from the column bytes, and a text section value becomes a `String`
-        // only when its bytes differ from the previous row's section (rows arrive grouped by
-        // section): no per-row values array or string.
+        // A row's stamp is its version's hash; a text section value becomes a `String` only when
+        // its bytes differ from the previous row's section (rows arrive grouped by section): no
+        // per-row values array or string.
         var section: SQLiteValue = .null
         try statement.forEachRow { row in
-            var stamp = StampHasher(version: row.int64(at: count + 1))
-            for column in 1...count {
-                let isSection = sectioned && column == 1
-                let storage = row.storageClass(at: column)
+            let stamp = FetchedResultsController.versionStamp(row.int64(at: count + 1))
+            if sectioned {
+                let storage = row.storageClass(at: 1)
                 switch storage {
-                case .integer:
-                    let value = row.int64(at: column)
-                    stamp.integer(value)
-                    if isSection { section = .integer(value) }
-                case .real:
-                    let value = row.double(at: column)
-                    stamp.real(value)
-                    if isSection { section = .real(value) }
+                case .integer: section = .integer(row.int64(at: 1))
+                case .real: section = .real(row.double(at: 1))
                 case .text, .blob:
                     let isText = storage == .text
-                    row.withBytes(at: column, asText: isText) { bytes in
-                        stamp.bytes(bytes, tag: isText ? 3 : 4)
-                        if isSection, !FetchedRows.holds(section, bytes, isText: isText) {
+                    row.withBytes(at: 1, asText: isText) { bytes in
+                        if !FetchedRows.holds(section, bytes, isText: isText) {
                             section = isText ? .text(String(decoding: bytes, as: UTF8.self)) : .blob(Data(bytes))
                         }
                     }
-                case .null:
-                    stamp.null()
-                    if isSection { section = .null }
+                case .null: section = .null
                 }
             }
-            rows.append(FetchedRow(key: row.int64(at: 0), section: sectioned ? section : .null, stamp: stamp.value))
+            rows.append(FetchedRow(key: row.int64(at: 0), section: sectioned ? FetchedResultsController.sectionValue(section) : .null,
+                                   stamp: stamp))
         }
         return rows
     }
@@ -253,13 +255,27 @@ public final class FetchedResultsController {
         relatedValuesLoaded = false
         needsRerun = false
         stampsKnown = true
+        servedCacheStamp = nil
+        contentStamped = []
+        for row in fetched where row.content { contentStamped.insert(row.key) }
     }
 
-    /// A row's stamp: FNV-1a over its version and sort values. Rows whose stamp differs after a
-    /// re-run changed.
-    static func stamp(version: Int64, _ values: [SQLiteValue]) -> UInt32 {
-        var stamp = StampHasher(version: version)
-        for value in values {
+    /// A row's version stamp, read with the row from the store: a hash of its `_version`, which
+    /// the store bumps on every committed change of the row. Rows whose stamp differs after a
+    /// re-run changed. The stamp says nothing of related rows: a category's rename changes the
+    /// place of its goods, not the goods.
+    static func versionStamp(_ version: Int64) -> UInt32 {
+        StampHasher(version: version).value
+    }
+
+    /// A row's content stamp: FNV-1a over every attribute and to-one of the row as a context
+    /// shows it. A version stamp needs the row's version in the store, which a context's copy of
+    /// a row it saved itself can lag (and a row with unsaved changes has none); a content stamp
+    /// changes exactly when what the context shows of the row changes, so rows placed from memory
+    /// carry one.
+    static func contentStamp(_ row: RowSnapshot) -> UInt32 {
+        var stamp = StampHasher(version: 0x5354_5241_5441_4331)
+        func feed(_ value: SQLiteValue) {
             switch value {
             case .null: stamp.null()
             case .integer(let v): stamp.integer(v)
@@ -270,6 +286,8 @@ public final class FetchedResultsController {
             case .blob(let v): v.withUnsafeBytes { stamp.bytes($0.bindMemory(to: UInt8.self), tag: 4) }
             }
         }
+        for attribute in row.attributes { feed(attribute?.storageValue ?? .null) }
+        for toOne in row.toOnes { feed(toOne.map { .integer($0) } ?? .null) }
         return stamp.value
     }
 
@@ -349,6 +367,16 @@ public final class FetchedResultsController {
         assertOnQueue()
         if let found = rows.sections.firstIndex(where: { $0.indexTitle == title }) { return found }
         return min(index, max(0, rows.sections.count - 1))
+    }
+
+    /// The value that identifies a row's section: its section key's value, except that an empty
+    /// string is `nil`'s section. Both are named `""`, and they sort next to each other (`nil`
+    /// before `""` ascending, after it descending), so they make one section, not two sections
+    /// with the same name. Rows in it keep the sort keys' order (`nil` ones first, ascending).
+    @inline(__always)
+    static func sectionValue(_ value: SQLiteValue) -> SQLiteValue {
+        if case .text(let text) = value, text.isEmpty { return .null }
+        return value
     }
 
     /// A section value as text: `""` for `nil`.
@@ -460,6 +488,7 @@ public final class FetchedResultsController {
             }
         }
         isStale = true           // from the next stop of tracking on
+        if (try? loadStampsOfCachedLayout(plan)) == nil { needsRerun = true }
         try? loadRelatedValues(plan)  // failing here only makes the first related change cost more
         observation = managedObjectContext.addObserver { [weak self] notification in
             self?.handle(notification.event)

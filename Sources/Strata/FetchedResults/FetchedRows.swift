@@ -237,6 +237,18 @@ struct FetchedRows: Sendable {
         return rows
     }
 
+    /// The stamp of `key` (held in chunk `chunk`).
+    func stamp(of key: Int64, inChunk chunk: Int32) -> UInt32 {
+        guard let offset = chunks[Int(chunk)].keys.firstIndex(of: key) else { preconditionFailure("results layout: key not in its chunk") }
+        return chunks[Int(chunk)].stamps[offset]
+    }
+
+    /// Sets the stamp of `key` (held in chunk `chunk`).
+    mutating func setStamp(of key: Int64, inChunk chunk: Int32, to stamp: UInt32) {
+        guard let offset = chunks[Int(chunk)].keys.firstIndex(of: key) else { preconditionFailure("results layout: key not in its chunk") }
+        chunks[Int(chunk)].stamps[offset] = stamp
+    }
+
     // MARK: Changing
 
     /// Removes `key` (held in chunk `chunk`); drops a chunk or section it empties.

@@ -203,7 +203,7 @@ extension SectionCacheFile {
         let statement = try db.cachedStatement(sql)
         try statement.bind(arguments)
         try statement.forEachRow { row in
-            let value: SQLiteValue = sectioned ? row.value(at: 1) : .null
+            let value: SQLiteValue = sectioned ? FetchedResultsController.sectionValue(row.value(at: 1)) : .null
             if let last = sections.last, ScalarOrder.compare(last.value, value) == 0 {
                 sections[sections.count - 1].count += 1
             } else {

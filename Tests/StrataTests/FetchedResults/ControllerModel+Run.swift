@@ -1,0 +1,411 @@
+import Foundation
+import Testing
+import StrataTestSupport
+@testable import Strata
+
+/// Where a watched controller lives.
+enum ModelContextKind: String, Sendable { case main, writer, observer }
+
+/// A controller the model test watches: its request, context and cache name.
+struct ModelControllerSpec: Sendable {
+    let name: String
+    let context: ModelContextKind
+    let request: FetchRequest
+    let sectionKeyPath: String?
+    let cacheName: String?
+
+    var entity: String { request.entityName }
+
+    /// Several controllers at once, on three contexts: flat, sectioned by an attribute, by a
+    /// to-one key path, predicates through relationships (to-one paths and `ANY` over a
+    /// to-many), a window (`fetchLimit` + `fetchOffset`), with and without a cache.
+    static func all() throws -> [ModelControllerSpec] {
+        var window = FetchRequest(entityName: "Item", predicate: try Condition("owner != nil OR flag == YES"),
+                                  sortKeys: [.init("score", ascending: false), .init("name")])
+        window.fetchLimit = 5
+        window.fetchOffset = 2
+        var offsetOnly = FetchRequest(entityName: "Category", sortKeys: [.init("rank", ascending: false), .init("name")])
+        offsetOnly.fetchOffset = 1
+        offsetOnly.fetchLimit = 4
+        return [
+            // Finding 1's controller: flat, every item, by name.
+            ModelControllerSpec(name: "flat", context: .main, request: FetchRequest(entityName: "Item", sortKeys: [.init("name")]),
+                                sectionKeyPath: nil, cacheName: nil),
+            // Sectioned by a to-one key path, cached.
+            ModelControllerSpec(name: "byCategory", context: .main,
+                                request: FetchRequest(entityName: "Item", predicate: try Condition("flag == NO"),
+                                                      sortKeys: [.init("category.name"), .init("name")]),
+                                sectionKeyPath: "category.name", cacheName: "by-category"),
+            // Sectioned by an attribute, descending; the predicate reads through two to-ones.
+            ModelControllerSpec(name: "byGroup", context: .main,
+                                request: FetchRequest(entityName: "Item",
+                                                      predicate: try Condition("category.rank < 3 OR shelf.name BEGINSWITH 'S'"),
+                                                      sortKeys: [.init("group", ascending: false), .init("score"), .init("name")]),
+                                sectionKeyPath: "group", cacheName: nil),
+            ModelControllerSpec(name: "window", context: .main, request: window, sectionKeyPath: nil, cacheName: nil),
+            // ANY over a to-many: categories with a flagged item.
+            ModelControllerSpec(name: "categoriesAny", context: .main,
+                                request: FetchRequest(entityName: "Category", predicate: try Condition("ANY items.flag == YES"),
+                                                      sortKeys: [.init("name"), .init("rank")]),
+                                sectionKeyPath: nil, cacheName: nil),
+            // On the writer: sectioned through the no-action relationship, cached.
+            ModelControllerSpec(name: "writerByBin", context: .writer,
+                                request: FetchRequest(entityName: "Item", sortKeys: [.init("bin.name"), .init("score"), .init("name")]),
+                                sectionKeyPath: "bin.name", cacheName: "writer-bin"),
+            // On a sibling root context that merges every save: sectioned through the cascading relationship, cached.
+            ModelControllerSpec(name: "observerByShelf", context: .observer,
+                                request: FetchRequest(entityName: "Item", predicate: try Condition("score >= 2"),
+                                                      sortKeys: [.init("shelf.name", ascending: false), .init("name")]),
+                                sectionKeyPath: "shelf.name", cacheName: "observer-shelf"),
+            ModelControllerSpec(name: "observerCategories", context: .observer, request: offsetOnly, sectionKeyPath: nil, cacheName: nil),
+        ]
+    }
+}
+
+/// Records a controller's events.
+final class ModelRecorder: FetchedResultsControllerDelegate {
+    var events: [FetchedResultsEvent] = []
+    func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) { events.append(event) }
+}
+
+/// What the model test counts: how often each route, operation and outcome was reached.
+struct ModelTally: Sendable {
+    var routes: [String: Int] = [:]
+    var operations: [String: Int] = [:]
+    var outcomes: [String: Int] = [:]
+    var controllers: [String: Int] = [:]
+
+    mutating func add(_ other: ModelTally) {
+        routes.merge(other.routes, uniquingKeysWith: +)
+        operations.merge(other.operations, uniquingKeysWith: +)
+        outcomes.merge(other.outcomes, uniquingKeysWith: +)
+        controllers.merge(other.controllers, uniquingKeysWith: +)
+    }
+}
+
+/// One run: a store file in WAL mode with the three-tier stack, a sibling root that merges
+/// every save, a second coordinator on the same file, and the watched controllers. Batches are
+/// applied one by one and every controller is checked after each (see ``check(_:)``).
+final class ControllerModelRun {
+    struct Watched {
+        let spec: ModelControllerSpec
+        var controller: FetchedResultsController
+        var recorder: ModelRecorder
+        /// The layout at the last check.
+        var layout: ControllerLayout
+    }
+
+    /// What a row's own values and the related values it reads were, in a context's view.
+    struct Signature: Equatable {
+        var own: String
+        var related: String
+    }
+
+    let directory: TemporaryDirectory
+    let container: PersistentContainer
+    let observer: ManagedObjectContext
+    let external: StoreCoordinator
+    var watched: [Watched] = []
+    var tally = ModelTally()
+    /// Signatures by context, entity and key, at the last check.
+    var signatures: [ModelContextKind: [String: [Int64: Signature]]] = [:]
+    var batchNumber = 0
+    /// Updates reported for unchanged rows, and objects named twice (finding 3's kind).
+    var duplicateUpdates = 0
+    /// Set by a batch whose refused save on main was rolled back: main showed the edits, then
+    /// showed them undone (two changes of what main shows, each reported).
+    var mainReverted = false
+
+    var main: ManagedObjectContext { container.mainContext }
+    var writer: ManagedObjectContext { container.writerContext }
+
+    func context(_ kind: ModelContextKind) -> ManagedObjectContext {
+        switch kind {
+        case .main: main
+        case .writer: writer
+        case .observer: observer
+        }
+    }
+
+    init() throws {
+        directory = TemporaryDirectory("strata-frc-model")
+        let url = directory.file("model.sqlite")
+        container = try PersistentContainer(model: ControllerModel.model(), url: url)
+        observer = container.coordinator.newContext(name: "observer")
+        observer.automaticallyMergesChangesFromParent = true
+        external = try StoreCoordinator(model: ControllerModel.model(), url: url)
+        for context in [container.writerContext, container.mainContext, observer] {
+            context.performAndWait { context.mergePolicy = .inMemoryWinsPerProperty }
+        }
+        // A small seed so that every controller has rows from the first batch on.
+        let seed = container.newUpdateContext(name: "seed")
+        try seed.performAndWait {
+            var generator = ModelGenerator(seed: 0x5EED)
+            for p in ModelParent.allCases {
+                for name in 0..<3 { _ = try ModelOperation.insertParent(p, name: name).apply(in: seed) }
+            }
+            for _ in 0..<24 {
+                if case let .insertItem(name, group, score, flag, parents) = generator.operation(itemCount: 0) {
+                    _ = try ModelOperation.insertItem(name: name, group: group, score: score, flag: flag, parents: parents).apply(in: seed)
+                }
+            }
+            try seed.saveToStore()
+        }
+        for spec in try ModelControllerSpec.all() {
+            watched.append(try makeWatched(spec))
+        }
+        for kind in [ModelContextKind.main, .writer, .observer] { signatures[kind] = try readSignatures(kind) }
+    }
+
+    deinit {
+        external.close()
+    }
+
+    func makeWatched(_ spec: ModelControllerSpec) throws -> Watched {
+        let context = context(spec.context)
+        let controller = FetchedResultsController(fetchRequest: spec.request, managedObjectContext: context,
+                                                  sectionNameKeyPath: spec.sectionKeyPath, cacheName: spec.cacheName)
+        let recorder = ModelRecorder()
+        let layout = try context.performAndWait {
+            try controller.performFetch()
+            controller.delegate = recorder
+            return ControllerLayout(controller.snapshot)
+        }
+        return Watched(spec: spec, controller: controller, recorder: recorder, layout: layout)
+    }
+
+    var itemCount: Int {
+        main.performAndWait { (try? main.fetchObjectIDs(FetchRequest(entityName: "Item")).count) ?? 0 }
+    }
+
+    var mainIsDirty: Bool { main.performAndWait { main.hasChanges } }
+
+    /// Lets every merge already handed to writer, main and the observer run.
+    func drain() {
+        for _ in 0..<2 {
+            writer.performAndWait {}
+            main.performAndWait {}
+            observer.performAndWait {}
+        }
+    }
+
+    // MARK: Running a batch
+
+    /// Runs `batch`, then checks every controller; returns the problems found.
+    func run(_ batch: ModelBatch) -> [String] {
+        batchNumber += 1
+        tally.routes[batch.route.rawValue, default: 0] += 1
+        if mainIsDirty, batch.route == .background || batch.route == .externalCoordinator || batch.route == .updateSaveToStore {
+            tally.outcomes["\(batch.route.rawValue) over unsaved changes on main", default: 0] += 1
+        }
+        var problems: [String] = []
+        mainReverted = false
+        do {
+            try execute(batch)
+        } catch {
+            problems.append("the batch threw \(error)")
+        }
+        drain()
+        problems += check(batch)
+        // After the check: a rebuilt controller starts the next batch from its fetched layout.
+        if batch.refetch { problems += refetchCached() }
+        return problems
+    }
+
+    /// Applies the operations in `context`, counting what ran.
+    private func apply(_ operations: [ModelOperation], in context: ManagedObjectContext) throws {
+        for operation in operations {
+            if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("apply \(operation) in \(context.name ?? "?")") }
+            if try operation.apply(in: context) { tally.operations[operation.kind, default: 0] += 1 }
+        }
+    }
+
+    /// A save that may be refused (a deny rule, a conflict under `.error`): counted, and true
+    /// when it went through.
+    private func attempt(_ what: String, _ body: () throws -> Void) throws -> Bool {
+        do {
+            try body()
+            return true
+        } catch let error as ValidationError {
+            let deny = error.failures.contains { $0.rule == .deny }
+            tally.outcomes[deny ? "save refused by a deny rule" : "save refused by validation", default: 0] += 1
+            _ = what
+            return false
+        } catch is MergeConflictError {
+            tally.outcomes["save refused by a conflict", default: 0] += 1
+            return false
+        }
+    }
+
+    private func execute(_ batch: ModelBatch) throws {
+        let policy: MergePolicy = batch.strictPolicy ? .error : .inMemoryWinsPerProperty
+        let operations = batch.operations
+        switch batch.route {
+        case .updateSaveToStore, .updateSaveThenMainSaveToStore, .updateSaveOnly:
+            let update = container.newUpdateContext(name: "update")
+            let ancestorsClean = !mainIsDirty && !writer.performAndWait { writer.hasChanges }
+            let saved = try update.performAndWait {
+                update.mergePolicy = policy
+                try apply(operations, in: update)
+                return try attempt("update") {
+                    if batch.route == .updateSaveToStore { try update.saveToStore() } else { try update.save() }
+                }
+            }
+            if batch.route == .updateSaveToStore, saved, !operations.isEmpty {
+                tally.outcomes[ancestorsClean ? "saveToStore through clean ancestors (shortcut)" : "saveToStore level by level", default: 0] += 1
+            }
+            if batch.route == .updateSaveThenMainSaveToStore, saved {
+                try main.performAndWait {
+                    if !(try attempt("main") { try main.saveToStore() }) { revertMain() }
+                }
+            }
+        case .mainEdits:
+            try main.performAndWait { try apply(operations, in: main) }
+        case .mainEditsSaveToStore, .mainSaveThenWriterSave:
+            try main.performAndWait {
+                let old = main.mergePolicy
+                main.mergePolicy = policy
+                defer { main.mergePolicy = old }
+                try apply(operations, in: main)
+                if batch.route == .mainEditsSaveToStore {
+                    if !(try attempt("main") { try main.saveToStore() }) { revertMain() }
+                } else if try attempt("main", { try main.save() }) {
+                    try writer.performAndWait {
+                        if !(try attempt("writer") { try writer.save() }) {
+                            tally.outcomes["writer save refused after main.save()", default: 0] += 1
+                            writer.rollback()
+                        }
+                    }
+                } else {
+                    revertMain()
+                }
+            }
+        case .background:
+            let background = container.newBackgroundContext(name: "background")
+            try background.performAndWait {
+                background.mergePolicy = policy
+                try apply(operations, in: background)
+                _ = try attempt("background") { try background.save() }
+            }
+        case .externalCoordinator:
+            let other = external.newContext(name: "elsewhere")
+            try other.performAndWait {
+                other.mergePolicy = policy
+                try apply(operations, in: other)
+                _ = try attempt("elsewhere") { try other.save() }
+            }
+            let touched = try container.coordinator.processExternalChanges()
+            if !touched.isEmpty { tally.outcomes["processExternalChanges found changes", default: 0] += 1 }
+        case .rollback:
+            try main.performAndWait {
+                try apply(operations, in: main)
+                main.rollback()
+            }
+        case .refresh:
+            try main.performAndWait {
+                for operation in operations {
+                    // A plain edit first (left unsaved), then the refreshes.
+                    if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("apply \(operation) in main") }
+                    if try operation.apply(in: main) { tally.operations[operation.kind, default: 0] += 1 }
+                }
+            }
+        case .reset:
+            main.performAndWait { main.reset() }
+        }
+    }
+
+    /// After a refused save on main (on main's queue): its edits are rolled back.
+    private func revertMain() {
+        main.rollback()
+        mainReverted = true
+    }
+
+    /// Rebuilds the cached controllers through their caches and checks the fetch.
+    private func refetchCached() -> [String] {
+        var problems: [String] = []
+        for index in watched.indices where watched[index].spec.cacheName != nil {
+            do {
+                let replacement = try makeWatched(watched[index].spec)
+                let context = context(replacement.spec.context)
+                let status = context.performAndWait { ModelCacheStatus.describe(replacement.controller) }
+                tally.outcomes["refetch through the cache: \(status)", default: 0] += 1
+                let fresh = try freshLayout(replacement.spec, on: context)
+                if replacement.layout != fresh {
+                    problems.append("(a) \(replacement.spec.name) refetched through its cache (\(status)) differs from a fresh fetch:\n"
+                                    + "    cached \(replacement.layout.render([:]))\n    fresh  \(fresh.render([:]))")
+                }
+                watched[index] = replacement
+            } catch {
+                problems.append("refetching \(watched[index].spec.name) threw \(error)")
+            }
+        }
+        return problems
+    }
+
+    /// The request run by a new controller on a new child of `context` (it sees what `context` sees).
+    func freshLayout(_ spec: ModelControllerSpec, on context: ManagedObjectContext) throws -> ControllerLayout {
+        let child = context.performAndWait { context.newChildContext(name: "fresh") }
+        return try child.performAndWait {
+            let fresh = FetchedResultsController(fetchRequest: spec.request, managedObjectContext: child, sectionNameKeyPath: spec.sectionKeyPath)
+            try fresh.performFetch()
+            return ControllerLayout(fresh.snapshot)
+        }
+    }
+
+    /// The request run by a new controller on a new root context: what the store holds.
+    func storeLayout(_ spec: ModelControllerSpec) throws -> ControllerLayout {
+        let root = container.coordinator.newContext(name: "store")
+        return try root.performAndWait {
+            let fresh = FetchedResultsController(fetchRequest: spec.request, managedObjectContext: root, sectionNameKeyPath: spec.sectionKeyPath)
+            try fresh.performFetch()
+            return ControllerLayout(fresh.snapshot)
+        }
+    }
+
+    // MARK: Signatures
+
+    /// Every item's and category's own values and the related values key paths read, as
+    /// `context` sees them (read through a new child, with the public API).
+    func readSignatures(_ kind: ModelContextKind) throws -> [String: [Int64: Signature]] {
+        let context = context(kind)
+        let child = context.performAndWait { context.newChildContext(name: "signatures") }
+        return try child.performAndWait {
+            func text(_ value: Any?) -> String { value.map { "\($0)" } ?? "nil" }
+            var items: [Int64: Signature] = [:]
+            var flagsByCategory: [Int64: [String]] = [:]
+            for item in try child.fetch(FetchRequest(entityName: "Item")) {
+                var own = try ["name", "group", "score", "flag", "note"].map { text(try item.value(forKey: $0)) }
+                var related: [String] = []
+                for p in ModelParent.allCases {
+                    let parent = try item.value(forKey: p.key) as? ManagedObject
+                    own.append(parent.map { "\($0.objectID.primaryKey)" } ?? "nil")
+                    // A deleted destination (no action) reads as gone.
+                    let name = parent.flatMap { try? $0.value(forKey: "name") }
+                    related.append(text(name))
+                    if p == .category { related.append(text(parent.flatMap { try? $0.value(forKey: "rank") })) }
+                }
+                if let category = try item.value(forKey: "category") as? ManagedObject {
+                    flagsByCategory[category.objectID.primaryKey, default: []]
+                        .append("\(item.objectID.primaryKey):\(text(try item.value(forKey: "flag")))")
+                }
+                items[item.objectID.primaryKey] = Signature(own: own.joined(separator: "|"), related: related.joined(separator: "|"))
+            }
+            var categories: [Int64: Signature] = [:]
+            for category in try child.fetch(FetchRequest(entityName: "Category")) {
+                let key = category.objectID.primaryKey
+                categories[key] = Signature(own: "\(text(try category.value(forKey: "name")))|\(text(try category.value(forKey: "rank")))",
+                                            related: (flagsByCategory[key] ?? []).sorted().joined(separator: ","))
+            }
+            return ["Item": items, "Category": categories]
+        }
+    }
+}
+
+/// The cache status of a controller's last fetch, as text for the tallies.
+enum ModelCacheStatus {
+    static func describe(_ controller: FetchedResultsController) -> String {
+        // TODO: cacheStatus once it lands.
+        _ = controller
+        return "fetched"
+    }
+}
