@@ -66,10 +66,37 @@ extension ManagedObjectContext {
     /// versions).
     func storeChangedElsewhere(_ entities: Set<String>) {
         var changes = ObjectChanges(entitiesChangedElsewhere: entities)
-        for object in registered.values where object.state == .clean || object.state == .updated {
+        for object in Array(registered.values) where object.state == .clean || object.state == .updated || object.state == .deleted {
             if object.state == .clean, !object.isFault, entities.contains(object.entityName) {
                 object.turnIntoFault()
                 changes.refreshed.insert(object.objectID)
+            } else if object.state != .clean, !object.isFault, entities.contains(object.entityName) {
+                // An object with pending changes keeps them, over the row as it is now: its
+                // saved snapshot must not stay behind the store, or a rollback would bring back
+                // values nobody has any more (and a list would show them). Properties it did not
+                // change take the new values. A row gone is left to the save to find.
+                let read: RowSnapshot??
+                do { read = .some(try parentRow(for: object.objectID)) } catch { read = nil }
+                switch read {
+                case let row??:
+                    let merged = ManagedObjectContext.keepingChanges(of: object, over: row)
+                    if merged != object.current { changes.refreshed.insert(object.objectID) }
+                    object.current = merged
+                    object.committed = row
+                case nil?:
+                    // Gone. An object whose only change is its membership in a to-many (kept in
+                    // the other side's rows) has nothing left to save: it leaves the context.
+                    // One with changed values is left to its save's conflict handling.
+                    guard object.current == object.committed else { break }
+                    let id = object.objectID
+                    registered[id] = nil
+                    updated[id] = nil
+                    deleted[id] = nil
+                    object.state = .invalid
+                    changes.invalidated.insert(id)
+                case nil:
+                    break
+                }
             }
             if object.info.toManys.contains(where: { entities.contains($0.destination) }) {
                 for index in object.toMany.indices { object.toMany[index].committed = nil }

@@ -212,8 +212,17 @@ extension ManagedObjectContext {
     private func finishSave(_ resolutions: [ObjectID: Resolution], committed: Bool, gather: Bool) -> (RowChanges, [ObjectID: ManagedObject]) {
         var removed: [ObjectID: ManagedObject] = [:]
         var rows = RowChanges()
+        // What a conflict's resolution changed in this context's own objects: news for its
+        // observers (a list showing the object), posted before the save's did-save.
+        var resolved = ObjectChanges()
         for (id, resolution) in resolutions {
             guard let object = inserted[id] ?? updated[id] ?? deleted[id] else { continue }
+            switch resolution {
+            case .written(let row), .adoptedTheirs(let row):
+                if object.state == .deleted || row != object.current { resolved.updated.insert(id) }
+            case .deletedByThem:
+                resolved.invalidated.insert(id)
+            }
             inserted[id] = nil
             updated[id] = nil
             deleted[id] = nil
@@ -274,6 +283,7 @@ extension ManagedObjectContext {
         inserted = [:]
         updated = [:]
         deleted = [:]
+        if !resolved.isEmpty, isObserved { post(.objectsDidChange(resolved), removed: removed) }
         return (rows, removed)
     }
 

@@ -180,7 +180,8 @@ extension ManagedObjectContext {
     func chainPendingKeys(_ entity: String) -> Set<Int64> {
         var keys: Set<Int64> = []
         for id in inserted.keys where id.entityName == entity { keys.insert(id.primaryKey) }
-        for id in updated.keys where id.entityName == entity { keys.insert(id.primaryKey) }
+        // An object edited back to its saved values is, as far as its row goes, unchanged.
+        for (id, object) in updated where id.entityName == entity && object.current != object.committed { keys.insert(id.primaryKey) }
         for id in deleted.keys where id.entityName == entity { keys.insert(id.primaryKey) }
         guard let parent else { return keys }
         return keys.union(parent.performAndWait { parent.chainPendingKeys(entity) })

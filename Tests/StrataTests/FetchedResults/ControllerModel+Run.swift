@@ -227,11 +227,15 @@ final class ControllerModelRun {
             try body()
             return true
         } catch let error as ValidationError {
+            // A refused cascading save puts back what it had pushed (reported as refreshed):
+            // lists show the edit and then its undoing.
+            mainReverted = true
             let deny = error.failures.contains { $0.rule == .deny }
             tally.outcomes[deny ? "save refused by a deny rule" : "save refused by validation", default: 0] += 1
             _ = what
             return false
         } catch is MergeConflictError {
+            mainReverted = true
             tally.outcomes["save refused by a conflict", default: 0] += 1
             return false
         }
@@ -251,6 +255,9 @@ final class ControllerModelRun {
                     if batch.route == .updateSaveToStore { try update.saveToStore() } else { try update.save() }
                 }
             }
+            // A refused save through main (main's own unsaved edits broke a rule): the app rolls
+            // main back, as it would after showing the error.
+            if !saved, batch.route == .updateSaveToStore, !ancestorsClean { main.performAndWait { revertMain() } }
             if batch.route == .updateSaveToStore, saved, !operations.isEmpty {
                 tally.outcomes[ancestorsClean ? "saveToStore through clean ancestors (shortcut)" : "saveToStore level by level", default: 0] += 1
             }

@@ -31,8 +31,10 @@ struct ObjectSubject: ConditionSubject {
 
     func members(toMany index: Int) throws -> [ObjectSubject] {
         try context.fulfill(object)
+        // A member whose row is gone (deleted elsewhere, not yet known here) is no member: SQL's
+        // join finds no row either.
         return try context.toManyObjects(object, index)
-            .filter { $0.state != .deleted }
+            .filter { try $0.state != .deleted && context.fulfillUnlessGone($0) }
             .map { ObjectSubject(object: $0, context: context) }
     }
 }
