@@ -263,6 +263,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public func rollback() {
         assertOnQueue()
         var changes = ObjectChanges(deleted: Set(inserted.keys), refreshed: Set(updated.keys).union(deleted.keys))
+        // Objects inserted and deleted again since the last report left no trace in the context;
+        // their insert may have been reported, so their end is reported too.
+        for id in localChanges.deleted where registered[id] == nil && deleted[id] == nil { changes.deleted.insert(id) }
         let removed = inserted
         for object in inserted.values {
             object.state = .invalid

@@ -107,6 +107,12 @@ extension ManagedObjectContext {
         }
         var objects = rows.map { register(plan.info, $0.0, $0.1) }.filter { $0.state != .deleted && $0.state != .invalid }
         objects += inserted.values.filter { $0.info === plan.info }
+        // Changed objects whose row is gone (deleted elsewhere since they were read) are still
+        // here with their changes until a save decides, as a child's fetch sees them.
+        if updated.values.contains(where: { $0.info === plan.info }) {
+            let listed = Set(rows.lazy.map(\.0))
+            objects += updated.values.filter { $0.info === plan.info && !listed.contains($0.objectID.primaryKey) }
+        }
         objects = try objects.filter { try plan.matches($0, in: self) }
         // Each object's sort values once (they may follow relationships), not per comparison.
         let keyed = try objects.map { ($0, try plan.sortValues(ObjectSubject(object: $0, context: self))) }
