@@ -10,12 +10,14 @@ import StrataTestSupport
 /// with an independent model of what main sees, and the change sets it reported must turn the
 /// previous layout into the new one by table-view rules (applied here by an applier of our own).
 ///
-/// `STRATA_FRC_SEED=<n>` replays a run; `STRATA_FRC_BATCHES=<n>` changes its length.
+/// `STRATA_FRC_SEED=<n>` replays a run; `STRATA_FRC_PROPERTY_BATCHES=<n>` changes its length. The
+/// wider model-based test of every route is `ControllerModelTests`; this one keeps its independent
+/// model of what main shows.
 @Suite struct FetchedResultsPropertyTests {
     @Test(.timeLimit(.minutes(5))) func randomBatchesMatchAFreshFetchAndApplyExactly() throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["STRATA_FRC_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
-        let batches = environment["STRATA_FRC_BATCHES"].flatMap { Int($0) } ?? 2_000
+        let batches = environment["STRATA_FRC_PROPERTY_BATCHES"].flatMap { Int($0) } ?? 1_000
         var run = try PropertyRun(seed: seed)
         var mismatches = 0
         var completed = 0
