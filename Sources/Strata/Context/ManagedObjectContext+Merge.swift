@@ -86,8 +86,12 @@ extension ManagedObjectContext {
                 case nil?:
                     // Gone. An object whose only change is its membership in a to-many (kept in
                     // the other side's rows) has nothing left to save: it leaves the context.
-                    // One with changed values is left to its save's conflict handling.
-                    guard object.current == object.committed else { break }
+                    // One with changed values is left to its save's conflict handling (and a
+                    // rollback removes it).
+                    guard object.current == object.committed else {
+                        goneElsewhere.insert(object.objectID)
+                        break
+                    }
                     let id = object.objectID
                     registered[id] = nil
                     updated[id] = nil
@@ -131,6 +135,8 @@ extension ManagedObjectContext {
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) throws {
         assertOnQueue()
         precondition(object.context === self, "refresh(_:mergeChanges:) was given an object of another context: refresh context.object(with: object.objectID) instead.")
+        // Observers hear of the edits made so far first: the refresh's event follows them.
+        processPendingChanges()
         var changes = ObjectChanges()
         var removed: [ObjectID: ManagedObject] = [:]
         try refresh(object, mergeChanges: mergeChanges, into: &changes, removed: &removed)
@@ -141,6 +147,7 @@ extension ManagedObjectContext {
     /// re-read and keep their changes, as ``refresh(_:mergeChanges:)`` with `true`.
     public func refreshAllObjects() throws {
         assertOnQueue()
+        processPendingChanges()
         var changes = ObjectChanges()
         var removed: [ObjectID: ManagedObject] = [:]
         for object in Array(registered.values) {

@@ -283,6 +283,7 @@ extension ManagedObjectContext {
         inserted = [:]
         updated = [:]
         deleted = [:]
+        goneElsewhere = []
         if !resolved.isEmpty, isObserved { post(.objectsDidChange(resolved), removed: removed) }
         return (rows, removed)
     }

@@ -42,6 +42,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     @exclusivity(unchecked) var inserted: [ObjectID: ManagedObject] = [:]
     @exclusivity(unchecked) var updated: [ObjectID: ManagedObject] = [:]
     @exclusivity(unchecked) var deleted: [ObjectID: ManagedObject] = [:]
+    /// Objects with pending changes whose row another connection deleted (learnt from
+    /// ``StoreCoordinator/processExternalChanges()``): a rollback removes them instead of bringing
+    /// back values no row holds.
+    var goneElsewhere = Set<ObjectID>()
 
     var policy: MergePolicy = .error
     let mergesFromParent = Atomic<Bool>(false)
@@ -266,11 +270,22 @@ public final class ManagedObjectContext: @unchecked Sendable {
         // Objects inserted and deleted again since the last report left no trace in the context;
         // their insert may have been reported, so their end is reported too.
         for id in localChanges.deleted where registered[id] == nil && deleted[id] == nil { changes.deleted.insert(id) }
-        let removed = inserted
         for object in inserted.values {
             object.state = .invalid
             registered[object.objectID] = nil
         }
+        var removed = inserted
+        for object in Array(updated.values) + Array(deleted.values) where goneElsewhere.contains(object.objectID) {
+            let id = object.objectID
+            updated[id] = nil
+            deleted[id] = nil
+            registered[id] = nil
+            object.state = .invalid
+            removed[id] = object
+            changes.refreshed.remove(id)
+            changes.invalidated.insert(id)
+        }
+        goneElsewhere = []
         for object in Array(updated.values) + Array(deleted.values) {
             if let committed = object.committed { object.current = committed }
             for index in object.toMany.indices {
@@ -305,6 +320,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         inserted = [:]
         updated = [:]
         deleted = [:]
+        goneElsewhere = []
         localChanges = ObjectChanges()
         post(.reload(reason))
     }

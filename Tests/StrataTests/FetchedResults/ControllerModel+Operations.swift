@@ -103,6 +103,17 @@ enum ModelOperation: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The item an operation reads or changes, if it names one.
+    var itemReference: Int? {
+        switch self {
+        case let .deleteItem(i), let .setName(i, _), let .setGroup(i, _), let .setScore(i, _), let .setFlag(i, _),
+             let .setNote(i, _), let .reparent(i, _, _):
+            return i
+        default:
+            return nil
+        }
+    }
+
     /// Swift source that rebuilds the operation.
     var description: String {
         func opt(_ v: Int?) -> String { v.map(String.init) ?? "nil" }

@@ -158,7 +158,9 @@ final class ControllerModelRun {
     }
 
     deinit {
+        // Close both before the folder goes (the coordinator waits for its cache writes).
         external.close()
+        container.coordinator.close()
     }
 
     func makeWatched(_ spec: ModelControllerSpec) throws -> Watched {
@@ -172,6 +174,14 @@ final class ControllerModelRun {
             return ControllerLayout(controller.snapshot)
         }
         return Watched(spec: spec, controller: controller, recorder: recorder, layout: layout)
+    }
+
+    /// After a mismatch: every controller fetched again (new controllers, same requests) and the
+    /// signatures read again, so the following batches are checked on their own.
+    func resynchronise() throws {
+        drain()
+        for index in watched.indices { watched[index] = try makeWatched(watched[index].spec) }
+        for kind in [ModelContextKind.main, .writer, .observer] { signatures[kind] = try readSignatures(kind) }
     }
 
     var itemCount: Int {
@@ -248,10 +258,19 @@ final class ControllerModelRun {
         case .updateSaveToStore, .updateSaveThenMainSaveToStore, .updateSaveOnly:
             let update = container.newUpdateContext(name: "update")
             let ancestorsClean = !mainIsDirty && !writer.performAndWait { writer.hasChanges }
-            let saved = try update.performAndWait {
+            try update.performAndWait {
                 update.mergePolicy = policy
                 try apply(operations, in: update)
-                return try attempt("update") {
+            }
+            // Under the strict policy, main changes an item the update context has read before
+            // it saves: the save meets a conflict and must change nothing.
+            if batch.strictPolicy, let item = operations.lazy.compactMap(\.itemReference).first {
+                try main.performAndWait {
+                    if try ModelOperation.setNote(item, 9).apply(in: main) { tally.outcomes["conflicting edit on main", default: 0] += 1 }
+                }
+            }
+            let saved = try update.performAndWait {
+                try attempt("update") {
                     if batch.route == .updateSaveToStore { try update.saveToStore() } else { try update.save() }
                 }
             }
