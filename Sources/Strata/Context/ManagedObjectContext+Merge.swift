@@ -66,6 +66,7 @@ extension ManagedObjectContext {
     /// versions).
     func storeChangedElsewhere(_ entities: Set<String>) {
         var changes = ObjectChanges(entitiesChangedElsewhere: entities)
+        var removed: [ObjectID: ManagedObject] = [:]
         for object in Array(registered.values) where object.state == .clean || object.state == .updated || object.state == .deleted {
             if object.state == .clean, !object.isFault, entities.contains(object.entityName) {
                 object.turnIntoFault()
@@ -92,12 +93,7 @@ extension ManagedObjectContext {
                         goneElsewhere.insert(object.objectID)
                         break
                     }
-                    let id = object.objectID
-                    registered[id] = nil
-                    updated[id] = nil
-                    deleted[id] = nil
-                    object.state = .invalid
-                    changes.invalidated.insert(id)
+                    invalidate(object, into: &changes, removed: &removed)
                 case nil:
                     break
                 }
@@ -106,7 +102,20 @@ extension ManagedObjectContext {
                 for index in object.toMany.indices { object.toMany[index].committed = nil }
             }
         }
-        post(.objectsDidChange(changes))
+        post(.objectsDidChange(changes), removed: removed)
+    }
+
+    /// Takes `object`, whose row is gone, out of the context (pending changes included) and
+    /// records it as invalidated.
+    func invalidate(_ object: ManagedObject, into changes: inout ObjectChanges, removed: inout [ObjectID: ManagedObject]) {
+        let id = object.objectID
+        registered[id] = nil
+        updated[id] = nil
+        deleted[id] = nil
+        object.state = .invalid
+        removed[id] = object
+        changes.refreshed.remove(id)
+        changes.invalidated.insert(id)
     }
 
     /// `row`, with the properties `object` changed since it was read kept as they are now.
@@ -173,12 +182,7 @@ extension ManagedObjectContext {
             return
         }
         guard let row = try parentRow(for: id) else {
-            registered[id] = nil
-            updated[id] = nil
-            deleted[id] = nil
-            object.state = .invalid
-            removed[id] = object
-            changes.invalidated.insert(id)
+            invalidate(object, into: &changes, removed: &removed)
             return
         }
         if object.isFault || object.state == .clean {

@@ -276,14 +276,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         }
         var removed = inserted
         for object in Array(updated.values) + Array(deleted.values) where goneElsewhere.contains(object.objectID) {
-            let id = object.objectID
-            updated[id] = nil
-            deleted[id] = nil
-            registered[id] = nil
-            object.state = .invalid
-            removed[id] = object
-            changes.refreshed.remove(id)
-            changes.invalidated.insert(id)
+            invalidate(object, into: &changes, removed: &removed)
         }
         goneElsewhere = []
         for object in Array(updated.values) + Array(deleted.values) {
