@@ -98,7 +98,7 @@ public final class FetchedResultsController {
     var stampsKnown = true
     /// The rows whose stamp is a content stamp (placed from a context's memory: the follow path,
     /// or a fetch over unsaved changes); the others carry version stamps read from the store.
-    /// See ``contentStamp(_:_:)``.
+    /// See ``contentStamp(_:)``.
     var contentStamped = Set<Int64>()
     /// The stamp of the cache file the layout came from, until the rows' stamps are loaded.
     var servedCacheStamp: SectionCacheStamp?
@@ -554,8 +554,8 @@ public final class FetchedResultsController {
     }
 }
 
-/// FNV-1a over a row's version and sort values, fed value by value (from `SQLiteValue`s or
-/// straight from a statement's columns: both give the same stamp).
+/// FNV-1a, fed a seed (a row's version, or a content stamp's tag) and then value by value: the
+/// hash behind a row's version and content stamps.
 struct StampHasher {
     private(set) var value: UInt32 = 2_166_136_261
 

@@ -5,9 +5,11 @@ internal import StrataSQLite
 /// ``FetchedRows/chunkCapacity`` keys.
 ///
 /// A value type whose copies share storage: a snapshot is a copy (O(number of chunks)), and a
-/// change after it copies only the chunks it touches. Each key carries a 4-byte stamp (a hash of
-/// the row's version and sort values) that tells a re-run which rows changed. Nothing else is
-/// kept per row: 12 bytes, plus 4 in the controller's ``KeyLocations``.
+/// change after it copies only the chunks it touches. Each key carries a 4-byte stamp (a version
+/// stamp or a content stamp: ``FetchedResultsController/versionStamp(_:)``,
+/// ``FetchedResultsController/contentStamp(_:)``) that tells whether the row's own values changed
+/// since it was last reported. Nothing else is kept per row: 12 bytes, plus 4 in the controller's
+/// ``KeyLocations``.
 struct FetchedRows: Sendable {
     struct Section: Sendable {
         /// The section key's value (`.null` for an unsectioned controller's one section).

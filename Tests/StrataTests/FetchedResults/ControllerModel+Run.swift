@@ -430,8 +430,6 @@ final class ControllerModelRun {
 /// The cache status of a controller's last fetch, as text for the tallies.
 enum ModelCacheStatus {
     static func describe(_ controller: FetchedResultsController) -> String {
-        // TODO: cacheStatus once it lands.
-        _ = controller
-        return "fetched"
+        "\(controller.cacheStatus)"
     }
 }
