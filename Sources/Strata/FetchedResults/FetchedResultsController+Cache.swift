@@ -120,7 +120,6 @@ extension FetchedResultsController {
         relatedValues = [:]
         relatedValuesLoaded = false
         needsRerun = false
-        stampsKnown = false
         servedCacheStamp = file.stamp
         contentStamped = []
     }

@@ -337,7 +337,7 @@ extension FetchedResultsController {
     /// stamps, a row that another connection changes without moving it could not be told from
     /// one it did not touch (see ``StoreCoordinator/processExternalChanges()``).
     func loadStampsOfCachedLayout(_ plan: FetchPlan) throws {
-        guard !stampsKnown, let served = servedCacheStamp else { return }
+        guard let served = servedCacheStamp else { return }
         let context = managedObjectContext
         let windowed = plan.request.fetchLimit != nil || plan.request.fetchOffset > 0
         let columns = "t0.\(quoted(primaryKeyColumn)), t0.\(quoted(versionColumn))"
@@ -367,7 +367,6 @@ extension FetchedResultsController {
                 rows.chunks[c].stamps[i] = FetchedResultsController.versionStamp(version)
             }
         }
-        stampsKnown = true
         servedCacheStamp = nil
     }
 

@@ -95,7 +95,9 @@ public final class FetchedResultsController {
     private var storedTrackingStatistics = FetchedResultsTracking()
     /// False after a layout came from a cache file (which stores no stamps): a re-run then can't
     /// tell value-only changes of rows nobody named.
-    var stampsKnown = true
+    /// False while the layout came from a cache file (which stores no stamps), until tracking
+    /// loads its rows' versions.
+    var stampsKnown: Bool { servedCacheStamp == nil }
     /// The rows whose stamp is a content stamp (placed from a context's memory: the follow path,
     /// or a fetch over unsaved changes); the others carry version stamps read from the store.
     /// See ``contentStamp(_:)``.
@@ -254,7 +256,6 @@ public final class FetchedResultsController {
         relatedValues = [:]
         relatedValuesLoaded = false
         needsRerun = false
-        stampsKnown = true
         servedCacheStamp = nil
         contentStamped = []
         for row in fetched where row.content { contentStamped.insert(row.key) }

@@ -260,12 +260,7 @@ struct FetchPlan {
     /// The order of two rows by their sort keys' values, as `ORDER BY` orders them (ties: 0; the
     /// caller breaks them by primary key).
     func compareSortValues(_ lhs: [SQLiteValue], _ rhs: [SQLiteValue]) -> Int {
-        compareSortValues(from: 0, lhs, rhs)
-    }
-
-    /// The same from sort key `first` on; `lhs` and `rhs` hold the values of those keys only.
-    func compareSortValues(from first: Int, _ lhs: [SQLiteValue], _ rhs: [SQLiteValue]) -> Int {
-        for (index, sort) in sortPaths[first...].enumerated() {
+        for (index, sort) in sortPaths.enumerated() {
             var l = lhs[index], r = rhs[index]
             let order: Int
             switch sort.key.comparison {

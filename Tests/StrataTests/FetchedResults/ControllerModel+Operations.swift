@@ -205,7 +205,7 @@ struct ModelGenerator {
     var rng: SplitMix64
     init(seed: UInt64) { rng = SplitMix64(seed: seed) }
 
-    mutating func batch(itemCount: Int, mainIsDirty: Bool) -> ModelBatch {
+    mutating func batch(itemCount: Int) -> ModelBatch {
         let route = rng.weighted([
             (12, ModelRoute.updateSaveToStore), (7, .updateSaveThenMainSaveToStore), (6, .updateSaveOnly),
             (6, .mainEdits), (7, .mainEditsSaveToStore), (6, .mainSaveThenWriterSave),

@@ -232,7 +232,7 @@ final class ControllerModelRun {
 
     /// A save that may be refused (a deny rule, a conflict under `.error`): counted, and true
     /// when it went through.
-    private func attempt(_ what: String, _ body: () throws -> Void) throws -> Bool {
+    private func attempt(_ body: () throws -> Void) throws -> Bool {
         do {
             try body()
             return true
@@ -242,7 +242,6 @@ final class ControllerModelRun {
             mainReverted = true
             let deny = error.failures.contains { $0.rule == .deny }
             tally.outcomes[deny ? "save refused by a deny rule" : "save refused by validation", default: 0] += 1
-            _ = what
             return false
         } catch is MergeConflictError {
             mainReverted = true
@@ -270,7 +269,7 @@ final class ControllerModelRun {
                 }
             }
             let saved = try update.performAndWait {
-                try attempt("update") {
+                try attempt {
                     if batch.route == .updateSaveToStore { try update.saveToStore() } else { try update.save() }
                 }
             }
@@ -282,7 +281,7 @@ final class ControllerModelRun {
             }
             if batch.route == .updateSaveThenMainSaveToStore, saved {
                 try main.performAndWait {
-                    if !(try attempt("main") { try main.saveToStore() }) { revertMain() }
+                    if !(try attempt { try main.saveToStore() }) { revertMain() }
                 }
             }
         case .mainEdits:
@@ -294,10 +293,10 @@ final class ControllerModelRun {
                 defer { main.mergePolicy = old }
                 try apply(operations, in: main)
                 if batch.route == .mainEditsSaveToStore {
-                    if !(try attempt("main") { try main.saveToStore() }) { revertMain() }
-                } else if try attempt("main", { try main.save() }) {
+                    if !(try attempt { try main.saveToStore() }) { revertMain() }
+                } else if try attempt({ try main.save() }) {
                     try writer.performAndWait {
-                        if !(try attempt("writer") { try writer.save() }) {
+                        if !(try attempt { try writer.save() }) {
                             tally.outcomes["writer save refused after main.save()", default: 0] += 1
                             writer.rollback()
                         }
@@ -311,14 +310,14 @@ final class ControllerModelRun {
             try background.performAndWait {
                 background.mergePolicy = policy
                 try apply(operations, in: background)
-                _ = try attempt("background") { try background.save() }
+                _ = try attempt { try background.save() }
             }
         case .externalCoordinator:
             let other = external.newContext(name: "elsewhere")
             try other.performAndWait {
                 other.mergePolicy = policy
                 try apply(operations, in: other)
-                _ = try attempt("elsewhere") { try other.save() }
+                _ = try attempt { try other.save() }
             }
             let touched = try container.coordinator.processExternalChanges()
             if !touched.isEmpty { tally.outcomes["processExternalChanges found changes", default: 0] += 1 }

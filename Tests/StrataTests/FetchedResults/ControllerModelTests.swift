@@ -108,7 +108,7 @@ import StrataTestSupport
         do {
             let run = try ControllerModelRun()
             for index in 0..<batches {
-                let batch = generator.batch(itemCount: run.itemCount, mainIsDirty: run.mainIsDirty)
+                let batch = generator.batch(itemCount: run.itemCount)
                 if result.failure == nil { history.append(batch) }
                 let problems = run.run(batch)
                 result.batches = index + 1
