@@ -174,11 +174,23 @@ extension ManagedObjectContext {
         let id = object.objectID
         guard object.state != .inserted, object.state != .invalid else { return }
         if !mergeChanges {
+            // The destinations of the to-ones it had and has: their one-to-many members counted
+            // its pending change, which is about to be discarded.
+            let destinations = object.isFault ? [] : oneToManyDestinations(of: object)
             updated[id] = nil
             deleted[id] = nil
             object.state = .clean
             object.turnIntoFault()
             changes.refreshed.insert(id)
+            // Its own one-to-many members follow the to-ones of the objects still changed here,
+            // and so do the destinations': a list never disagrees with the keys it is made of.
+            try rederivePendingMembers(of: object)
+            for (destination, index) in destinations {
+                guard let other = registered[destination], other.state != .invalid, other.state != .inserted else { continue }
+                other.toMany[index] = ToManyState()
+                try rederivePendingMembers(of: other, index)
+                changes.refreshed.insert(destination)
+            }
             return
         }
         guard let row = try parentRow(for: id) else {
@@ -194,5 +206,53 @@ extension ManagedObjectContext {
         object.isFault = false
         for index in object.toMany.indices { object.toMany[index].committed = nil }
         changes.refreshed.insert(id)
+    }
+
+    /// The registered objects whose one-to-many relationship `index` lists `object` through one
+    /// of its to-ones, as saved or as changed.
+    private func oneToManyDestinations(of object: ManagedObject) -> [(ObjectID, Int)] {
+        var result: [(ObjectID, Int)] = []
+        for (j, inverse) in object.info.toOneInverseSlots.enumerated() {
+            guard case .toMany(let index)? = inverse else { continue }
+            var keys = Set([object.current.toOnes[j]].compactMap { $0 })
+            if let before = object.committed?.toOnes[j] { keys.insert(before) }
+            for key in keys { result.append((ObjectID(entityName: object.info.toOneDestinations[j], primaryKey: key), index)) }
+        }
+        return result
+    }
+
+    /// Rebuilds the pending members of `object`'s one-to-many relationships (those whose inverse
+    /// is a to-one) from the objects changed in this context: a new object pointing at it joins, a
+    /// changed one that left or arrived leaves or joins, a deleted one whose rule nullifies (or
+    /// cascades) leaves. Its saved members are read from the level above on next use. True when
+    /// a pending difference remains: the object is then changed, as any object whose members are.
+    @discardableResult
+    func rederivePendingMembers(of object: ManagedObject, _ only: Int? = nil) throws -> Bool {
+        var pending = false
+        let key = object.objectID.primaryKey
+        for (index, inverse) in object.info.toManyInverseSlots.enumerated() where only == nil || only == index {
+            guard case .toOne(let j)? = inverse else { continue }
+            let destination = object.info.toManys[index].destination
+            var state = ToManyState()
+            for other in inserted.values where other.info.name == destination && other.current.toOnes[j] == key {
+                state.add(other.objectID.primaryKey)
+            }
+            for other in updated.values where other.info.name == destination {
+                guard let saved = other.committed else { continue }   // a fault changed nothing
+                let before = saved.toOnes[j], now = other.current.toOnes[j]
+                guard before != now else { continue }
+                if now == key { state.add(other.objectID.primaryKey) }
+                if before == key { state.remove(other.objectID.primaryKey) }
+            }
+            for other in deleted.values where other.info.name == destination {
+                let rule = other.info.toOnes[j].deleteRule
+                guard rule == .nullify || rule == .cascade, (other.committed ?? other.current).toOnes[j] == key else { continue }
+                state.remove(other.objectID.primaryKey)
+            }
+            object.toMany[index] = state
+            pending = pending || state.hasChanges
+        }
+        if pending, object.state == .clean, try fulfillUnlessGone(object) { markChanged(object) }
+        return pending
     }
 }

@@ -263,30 +263,51 @@ public final class ManagedObjectContext: @unchecked Sendable {
     // MARK: Rollback and reset
 
     /// Discards every pending change: inserted objects leave the context, changed and deleted
-    /// ones return to their last saved values.
+    /// ones return to the values the level above holds now (read again, in one read per entity),
+    /// and an object whose row is gone by now leaves the context.
+    ///
+    /// Children that merge automatically hear of it as of any change of this context's values:
+    /// their unchanged objects take the values back, objects this context had from them (a
+    /// child's save) return, leave or come back with them, so that no list of a child keeps a
+    /// row that is not there.
     public func rollback() {
         assertOnQueue()
         var changes = ObjectChanges(deleted: Set(inserted.keys), refreshed: Set(updated.keys).union(deleted.keys))
         // Objects inserted and deleted again since the last report left no trace in the context;
         // their insert may have been reported, so their end is reported too.
         for id in localChanges.deleted where registered[id] == nil && deleted[id] == nil { changes.deleted.insert(id) }
+        var forwarded = RowChanges()
         for object in inserted.values {
             object.state = .invalid
             registered[object.objectID] = nil
+            forwarded.deleted.insert(object.objectID)
         }
         var removed = inserted
-        for object in Array(updated.values) + Array(deleted.values) where goneElsewhere.contains(object.objectID) {
+        let reverted = Array(updated.values) + Array(deleted.values)
+        // What the level above holds now. A read that fails leaves the saved snapshots in use.
+        let current = (try? parentRows(for: reverted.filter { !goneElsewhere.contains($0.objectID) }.map(\.objectID)))
+        for object in reverted where goneElsewhere.contains(object.objectID) || (current != nil && current?[object.objectID] == nil) {
             invalidate(object, into: &changes, removed: &removed)
+            forwarded.deleted.insert(object.objectID)
         }
         goneElsewhere = []
-        for object in Array(updated.values) + Array(deleted.values) {
-            if let committed = object.committed { object.current = committed }
+        for object in reverted where object.state != .invalid {
+            let wasDeleted = object.state == .deleted
+            if let row = current?[object.objectID] {
+                object.current = row
+                object.committed = row
+            } else if let committed = object.committed {
+                object.current = committed
+            }
             for index in object.toMany.indices {
                 object.toMany[index].added = []
                 object.toMany[index].removed = []
+                object.toMany[index].committed = nil
             }
             object.state = .clean
             registered[object.objectID] = object
+            if wasDeleted { forwarded.inserted.append((object.objectID, object.current)) } else { forwarded.updated.append((object.objectID, object.current)) }
+            forwarded.toManyTouched.insert(object.objectID)
         }
         inserted = [:]
         updated = [:]
@@ -294,6 +315,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         localChanges = ObjectChanges()
         changes.refreshed.subtract(changes.deleted)
         if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
+        forward(forwarded, except: nil)
     }
 
     /// Forgets every object, changed or not. Objects held elsewhere become unusable. Posts
