@@ -295,6 +295,18 @@ final class ControllerModelRun {
                 if batch.route == .mainEditsSaveToStore {
                     if !(try attempt { try main.saveToStore() }) { revertMain() }
                 } else if try attempt({ try main.save() }) {
+                    // Under the strict flag, another coordinator changes or deletes the item main
+                    // just saved into the writer, before the writer saves: the writer's commit
+                    // meets it in the store (merged, or refused and rolled back).
+                    if batch.strictPolicy, let item = operations.lazy.compactMap(\.itemReference).first {
+                        let other = external.newContext(name: "elsewhere")
+                        let edit: ModelOperation = item.isMultiple(of: 2) ? .deleteItem(item) : .setNote(item, 7)
+                        try other.performAndWait {
+                            if try edit.apply(in: other), try attempt({ try other.save() }) {
+                                tally.outcomes["another coordinator between main.save() and writer.save()", default: 0] += 1
+                            }
+                        }
+                    }
                     try writer.performAndWait {
                         if !(try attempt { try writer.save() }) {
                             tally.outcomes["writer save refused after main.save()", default: 0] += 1
