@@ -176,7 +176,10 @@ extension ManagedObjectContext {
         if !mergeChanges {
             // The destinations of the to-ones it had and has: their one-to-many members counted
             // its pending change, which is about to be discarded.
-            let destinations = object.isFault ? [] : oneToManyDestinations(of: object)
+            // A clean object has neither (an object whose members changed is changed itself):
+            // refreshAllObjects() stays in the time of the registered objects.
+            let wasChanged = object.state != .clean
+            let destinations = object.isFault || !wasChanged ? [] : oneToManyDestinations(of: object)
             updated[id] = nil
             deleted[id] = nil
             object.state = .clean
@@ -184,7 +187,7 @@ extension ManagedObjectContext {
             changes.refreshed.insert(id)
             // Its own one-to-many members follow the to-ones of the objects still changed here,
             // and so do the destinations': a list never disagrees with the keys it is made of.
-            try rederivePendingMembers(of: object)
+            if wasChanged { try rederivePendingMembers(of: object) }
             for (destination, index) in destinations {
                 guard let other = registered[destination], other.state != .invalid, other.state != .inserted else { continue }
                 other.toMany[index] = ToManyState()

@@ -125,8 +125,13 @@ extension StoreCoordinator {
                         .execute(.integer(generation), .blob(nonce), .text(entity))
                 }
                 KillPoint.hit("entities.stamped", in: origin)
-                // Our own commit is no news for processExternalChanges (data_version ignores it too).
-                for entity in changes.touchedEntities { knownEntityGenerations[entity] = generation }
+                // Our own commit is no news for processExternalChanges (data_version ignores it too),
+                // unless another connection committed since it last looked: its changes to the
+                // entities we touched must stay news (found by a model test: an edit from another
+                // process went unreported after our next save).
+                if try db.pragma("data_version") == knownDataVersion {
+                    for entity in changes.touchedEntities { knownEntityGenerations[entity] = generation }
+                }
                 if refreshModelJSON {
                     // Same hash, newer defaults or validation rules: keep the stored model current.
                     try db.cachedStatement("UPDATE strata_meta SET model_version = ?, model_json = ? WHERE id = 1")

@@ -112,7 +112,7 @@ public final class StoreCoordinator: @unchecked Sendable {
 
     /// What this coordinator last saw of the file: SQLite's `data_version` (changed by other
     /// connections' commits only) and the per-entity generations.
-    private var knownDataVersion: SQLiteValue = .null
+    var knownDataVersion: SQLiteValue = .null
     var knownEntityGenerations: [String: Int64] = [:]
 
     /// Finds commits made through other connections since the last look (another process,

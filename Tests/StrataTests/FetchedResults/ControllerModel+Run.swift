@@ -287,6 +287,11 @@ final class ControllerModelRun {
         case .mainEdits:
             try main.performAndWait { try apply(operations, in: main) }
         case .mainEditsSaveToStore, .mainSaveThenWriterSave:
+            var editedElsewhere = false
+            defer {
+                // The app hears of the other process afterwards, as on the external route.
+                if editedElsewhere { _ = try? container.coordinator.processExternalChanges() }
+            }
             try main.performAndWait {
                 let old = main.mergePolicy
                 main.mergePolicy = policy
@@ -304,6 +309,7 @@ final class ControllerModelRun {
                         try other.performAndWait {
                             if try edit.apply(in: other), try attempt({ try other.save() }) {
                                 tally.outcomes["another coordinator between main.save() and writer.save()", default: 0] += 1
+                                editedElsewhere = true
                             }
                         }
                     }

@@ -26,4 +26,24 @@ import Testing
         ])
         #expect(problems.isEmpty, "\(problems)")
     }
+
+    /// Another coordinator edits an item between main's save and the writer's; the writer's
+    /// commit touches the same entity. processExternalChanges() afterwards still reports the
+    /// other coordinator's edit (our commit used to mark the entity as seen).
+    @Test func externalEditBeforeOurCommitStaysNews() throws {
+        let problems = try ControllerModelRun.replay([
+            ModelBatch(.background, []),
+            ModelBatch(.mainSaveThenWriterSave, [.insertItem(name: 11, group: 5, score: 1, flag: false, parents: [1, 36, nil, 7]), .reparent(55, .shelf, 25)], strictPolicy: true),
+        ])
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    @Test func externalEditAfterUnsavedDeleteOnMainStaysNews() throws {
+        let problems = try ControllerModelRun.replay([
+            ModelBatch(.updateSaveToStore, [.insertItem(name: 8, group: 5, score: 0, flag: true, parents: [nil, 14, 15, 51])]),
+            ModelBatch(.mainEdits, [.deleteItem(13)]),
+            ModelBatch(.mainSaveThenWriterSave, [.setScore(33, 9)], strictPolicy: true),
+        ])
+        #expect(problems.isEmpty, "\(problems)")
+    }
 }
