@@ -115,6 +115,9 @@ final class ControllerModelRun {
     /// Set by a batch whose refused save on main was rolled back: main showed the edits, then
     /// showed them undone (two changes of what main shows, each reported).
     var mainReverted = false
+    /// Set when another coordinator changed a row between main's save and the writer's: the
+    /// writer's commit merges their values into ours, a second real change in one batch.
+    var mergedElsewhere = false
 
     var main: ManagedObjectContext { container.mainContext }
     var writer: ManagedObjectContext { container.writerContext }
@@ -210,6 +213,7 @@ final class ControllerModelRun {
         }
         var problems: [String] = []
         mainReverted = false
+        mergedElsewhere = false
         do {
             try execute(batch)
         } catch {
@@ -310,6 +314,7 @@ final class ControllerModelRun {
                             if try edit.apply(in: other), try attempt({ try other.save() }) {
                                 tally.outcomes["another coordinator between main.save() and writer.save()", default: 0] += 1
                                 editedElsewhere = true
+                                mergedElsewhere = true
                             }
                         }
                     }
