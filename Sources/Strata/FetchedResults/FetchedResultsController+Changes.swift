@@ -72,6 +72,9 @@ extension FetchedResultsController {
         return candidates
     }
 
+    /// A listed row whose values could not be read while placing another: it is gone.
+    private struct VanishedRow: Error { let key: Int64 }
+
     /// One changed row's place: before (from the key index) and after (once re-inserted).
     struct Tracked {
         var key: Int64
@@ -137,7 +140,7 @@ extension FetchedResultsController {
             func values(of key: Int64) throws -> [SQLiteValue] {
                 if let known = probed[key] { return known }
                 guard let subject = try VisibleSubject(context: context, info: plan.info, key: key) else {
-                    throw FetchedResultsError.trackingFailed(reason: "row \(key) of \(plan.info.name) vanished while being placed")
+                    throw VanishedRow(key: key)
                 }
                 let found = try plan.sortValues(subject)
                 trackingStatistics.rowsProbed += 1
@@ -169,6 +172,16 @@ extension FetchedResultsController {
                     return comparison < 0 || (comparison == 0 && other < entry.key)
                 }
             }
+        } catch let vanished as VanishedRow where !candidates.contains(vanished.key) {
+            // A listed row another process deleted, not yet processed here (its news comes with
+            // processExternalChanges): the row is gone, so it leaves the list now, as a delete.
+            self.rows = before
+            self.locations = FetchedResultsController.locations(of: before)
+            return try follow(candidates.union([vanished.key]), own, plan)
+        } catch is VanishedRow {
+            self.rows = before
+            self.locations = FetchedResultsController.locations(of: before)
+            throw FetchedResultsError.trackingFailed(reason: "a row of \(plan.info.name) vanished while being placed")
         } catch {
             // Put the last good layout back; the next change re-runs the request.
             self.rows = before

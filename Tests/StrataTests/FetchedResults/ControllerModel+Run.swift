@@ -255,6 +255,7 @@ final class ControllerModelRun {
     }
 
     private func execute(_ batch: ModelBatch) throws {
+        if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("batch \(batchNumber): \(batch)") }
         let policy: MergePolicy = batch.strictPolicy ? .error : .inMemoryWinsPerProperty
         let operations = batch.operations
         switch batch.route {
