@@ -65,7 +65,8 @@ public enum MigrationStep: Sendable, Equatable, CustomStringConvertible {
     case addRelationship(entity: String, relationship: String)
     case removeRelationship(entity: String, relationship: String)
     case renameRelationship(entity: String, from: String, to: String)
-    /// Every table is copied: the rows of the source entity are copied into the destination's new table.
+    /// The rows of `from` are copied into `entity`'s new table (a migration that does more than
+    /// add columns copies every table).
     case copyRows(entity: String, from: String)
     /// A migration that only adds attributes and to-one relationships keeps each table and adds
     /// the columns in place with these statements (`ALTER TABLE … ADD COLUMN … DEFAULT <fill>`,
