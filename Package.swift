@@ -64,6 +64,12 @@ let package = Package(
             dependencies: ["Strata", "StrataSQLite", "StrataTestSupport"],
             swiftSettings: strictSettings
         ),
+        // What a package that depends on Strata sees: `import Strata`, never `@testable`.
+        .testTarget(
+            name: "StrataPublicAPITests",
+            dependencies: ["Strata", "StrataTestSupport"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "StrataCLITests",
             dependencies: ["StrataTestSupport"],

@@ -189,19 +189,21 @@ public final class Connection {
         return counter
     }
 
-    /// How many times each SQL text was prepared and executed since open or the last reset.
+    /// How many times each SQL text was prepared and executed, and how many rows it returned,
+    /// since open or the last reset.
     public var statistics: StatementStatistics {
         var result = StatementStatistics()
-        for (sql, counter) in counters where counter.prepared > 0 || counter.executed > 0 {
+        for (sql, counter) in counters where counter.prepared > 0 || counter.executed > 0 || counter.rows > 0 {
             result.prepared[sql] = counter.prepared
             result.executed[sql] = counter.executed
+            result.rowsRead[sql] = counter.rows
         }
         return result
     }
 
     /// Sets every counter back to zero.
     public func resetStatistics() {
-        for counter in counters.values { counter.prepared = 0; counter.executed = 0 }
+        for counter in counters.values { counter.prepared = 0; counter.executed = 0; counter.rows = 0 }
     }
 
     func error(code: Int32, sql: String?, arguments: [SQLiteValue] = []) -> SQLiteError {
@@ -219,10 +221,15 @@ final class StatementCounter {
     let sql: String
     var prepared = 0
     var executed = 0
+    /// Rows returned (steps that produced a row). Bumped once per row on the fetch path, so
+    /// without the dynamic exclusivity check (only the connection's owner touches it).
+    @exclusivity(unchecked) var rows = 0
     init(sql: String) { self.sql = sql }
 }
 
-/// Counts of statements prepared and executed, keyed by SQL text: what tests assert on.
+/// Counts of statements prepared and executed, and of the rows they returned, keyed by SQL text:
+/// what tests assert on. (`Strata`'s `StoreCoordinator.statistics` wraps it in a `StoreStatistics`
+/// that also counts by statement kind and entity.)
 ///
 /// ```swift
 /// db.resetStatistics()
@@ -232,10 +239,14 @@ final class StatementCounter {
 public struct StatementStatistics: Sendable, Equatable {
     public var prepared: [String: Int] = [:]
     public var executed: [String: Int] = [:]
+    /// Rows each SQL text returned: every step that produced a row (a `SELECT`'s rows, a
+    /// `RETURNING` clause's, a `PRAGMA`'s answer). Rows SQLite only scanned are not counted.
+    public var rowsRead: [String: Int] = [:]
     public init() {}
 
     public var totalPrepared: Int { prepared.values.reduce(0, +) }
     public var totalExecuted: Int { executed.values.reduce(0, +) }
+    public var totalRowsRead: Int { rowsRead.values.reduce(0, +) }
 
     /// Executions of statements whose SQL starts with `prefix` (case-insensitive).
     public func executions(startingWith prefix: String) -> Int {

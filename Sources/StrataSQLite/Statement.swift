@@ -107,6 +107,7 @@ public final class Statement {
         let code = sqlite3_step(handle)
         switch code {
         case SQLITE_ROW:
+            counter.rows &+= 1
             return true
         case SQLITE_DONE:
             isRunning = false

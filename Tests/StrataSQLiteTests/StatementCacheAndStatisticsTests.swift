@@ -72,6 +72,8 @@ import Testing
         var expected = StatementStatistics()
         expected.prepared = ["PRAGMA journal_mode=WAL": 1, "PRAGMA synchronous=NORMAL": 1, "PRAGMA cache_size=-1024": 1]
         expected.executed = expected.prepared
+        // Only journal_mode answers with a row ("wal").
+        expected.rowsRead = ["PRAGMA journal_mode=WAL": 1, "PRAGMA synchronous=NORMAL": 0, "PRAGMA cache_size=-1024": 0]
         #expect(file.statistics == expected)
 
         let memory = try Connection.inMemory(configuration: .with { $0.synchronous = .full })
@@ -97,6 +99,29 @@ import Testing
         #expect(db.statistics.prepared["INSERT INTO t VALUES (?)", default: 0] == 0)
         #expect(db.statistics.totalPrepared == 0)
         #expect(db.statistics.totalExecuted == 1)
+    }
+
+    @Test func rowsReadCountsTheRowsEachStatementReturned() throws {
+        let db = try Connection.inMemory()
+        try db.execute("CREATE TABLE t(a INTEGER)")
+        for value in 1...5 { try db.cachedStatement("INSERT INTO t VALUES (?)").execute(.integer(Int64(value))) }
+        db.resetStatistics()
+        let select = "SELECT a FROM t WHERE a > ?"
+        try db.cachedStatement(select).execute(.integer(2))            // 3 rows
+        try db.cachedStatement(select).execute(.integer(4))            // 1 row
+        let first = try db.cachedStatement("SELECT a FROM t ORDER BY a")
+        _ = try first.step()                                             // 1 row read, then reset
+        first.reset()
+        try db.cachedStatement("UPDATE t SET a = a + 10 WHERE a = ? RETURNING a").execute(.integer(1))
+        try db.cachedStatement("DELETE FROM t WHERE a = ?").execute(.integer(2))
+        let statistics = db.statistics
+        #expect(statistics.rowsRead[select] == 4)
+        #expect(statistics.rowsRead["SELECT a FROM t ORDER BY a"] == 1)
+        #expect(statistics.rowsRead["UPDATE t SET a = a + 10 WHERE a = ? RETURNING a"] == 1)
+        #expect(statistics.rowsRead["DELETE FROM t WHERE a = ?"] == 0)
+        #expect(statistics.totalRowsRead == 6)
+        db.resetStatistics()
+        #expect(db.statistics.totalRowsRead == 0)
     }
 
     @Test func executionsStartingWithCountsByCaseInsensitivePrefix() throws {

@@ -1,17 +1,55 @@
 public import Foundation
 
-/// A fresh folder under the system temp directory, removed when the value is released.
+/// A fresh folder under the system temp directory, removed when the value is released (also when
+/// the test that holds it fails or throws).
+///
+/// An exit test's child process must not make its own: a child that stops at a precondition (or
+/// calls `exit`) runs no deinitializer, so its folder would stay behind. The parent makes the
+/// folder and passes its URL in the exit test's capture list; the child uses it through
+/// ``init(existing:)``:
+///
+/// ```swift
+/// let directory = TemporaryDirectory()
+/// await #expect(processExitsWith: .failure) { [folder = directory.url as URL] in
+///     let store = try TestStore(directory: TemporaryDirectory(existing: folder))
+///     …
+/// }
+/// ```
 public final class TemporaryDirectory: Sendable {
     public let url: URL
+    /// Whether this value made the folder and removes it.
+    private let owned: Bool
 
     public init(_ label: String = "strata-test") {
         url = FileManager.default.temporaryDirectory
             .appendingPathComponent("\(label)-\(UUID().uuidString)", isDirectory: true)
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        owned = true
+    }
+
+    /// A folder someone else made and removes (an exit test's parent): used, never removed.
+    public init(existing url: URL) {
+        self.url = url
+        owned = false
     }
 
     /// A path inside the folder.
     public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
 
-    deinit { try? FileManager.default.removeItem(at: url) }
+    deinit {
+        if owned { try? FileManager.default.removeItem(at: url) }
+    }
+}
+
+/// Runs `body` with a fresh folder and removes the folder when `body` returns or throws.
+public func withTemporaryDirectory<T>(_ label: String = "strata-test", _ body: (TemporaryDirectory) throws -> T) rethrows -> T {
+    let directory = TemporaryDirectory(label)
+    return try withExtendedLifetime(directory) { try body(directory) }
+}
+
+/// The same for async tests.
+public func withTemporaryDirectory<T>(_ label: String = "strata-test", _ body: (TemporaryDirectory) async throws -> T) async rethrows -> T {
+    let directory = TemporaryDirectory(label)
+    defer { withExtendedLifetime(directory) {} }
+    return try await body(directory)
 }

@@ -116,8 +116,9 @@ extension ManagedObjectContext {
         if let parent {
             outcome = try parent.performAndWait { try parent.commitForDescendant(changes, predicted, origin: self) }
         } else {
-            // The store is the root's business: its policy decides, as when each level saves.
-            outcome = try coordinator.commit(changes, policy: self.policy)
+            // The store is the root's business: its policy decides, and its kill points carry
+            // its name (`writer.transaction.begun`, …), as when each level saves.
+            outcome = try coordinator.commit(changes, policy: self.policy, origin: name)
         }
         guard let outcome else { return nil }
         let rows = predicted.applying(outcome.resolutions)

@@ -111,6 +111,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// own queue it runs `body` at once.
     ///
     /// Local changes made inside are reported (one objects-did-change) when the outermost block ends.
+    /// The result may be ignored (`context.performAndWait { try context.save() }` needs no `_ =`).
+    @discardableResult
     public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
         if isOnQueue { return try body() }
         return try queue.sync {
@@ -123,7 +125,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` on the context's queue and returns its result.
+    /// Runs `body` on the context's queue and returns its result, which may be ignored.
+    @discardableResult
     public func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             enqueue { continuation.resume(with: Result { try body() }) }

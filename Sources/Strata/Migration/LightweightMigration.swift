@@ -65,7 +65,13 @@ public enum MigrationStep: Sendable, Equatable, CustomStringConvertible {
     case addRelationship(entity: String, relationship: String)
     case removeRelationship(entity: String, relationship: String)
     case renameRelationship(entity: String, from: String, to: String)
+    /// The rows of `from` are copied into `entity`'s new table (a migration that does more than
+    /// add columns copies every table).
     case copyRows(entity: String, from: String)
+    /// A migration that only adds attributes and to-one relationships keeps each table and adds
+    /// the columns in place with these statements (`ALTER TABLE … ADD COLUMN … DEFAULT <fill>`,
+    /// which SQLite runs without rewriting the table): no row is copied.
+    case addColumns(entity: String, sql: [String])
     /// A mapping migration's entity mapping: which objects it carries and whether custom code runs.
     case mapEntity(from: String, to: String, filter: String?, customPolicy: Bool)
 
@@ -82,6 +88,7 @@ public enum MigrationStep: Sendable, Equatable, CustomStringConvertible {
         case let .removeRelationship(e, r): "remove relationship \(e).\(r)"
         case let .renameRelationship(e, from, to): "rename relationship \(e).\(from) to \(to)"
         case let .copyRows(e, from): "copy the rows of \(from) into \(e)"
+        case let .addColumns(e, sql): "add the columns of \(e) in place, rows not copied: " + sql.joined(separator: "; ")
         case let .mapEntity(from, to, filter, custom):
             "map \(from) to \(to)" + (filter.map { " where \($0)" } ?? "") + (custom ? " through a custom policy" : "")
         }
@@ -213,12 +220,21 @@ public struct LightweightMigration: Sendable {
                 }
             }
         }
+        let additions = LightweightMigration.additions(steps: steps, destination: destination, columns: columns,
+                                                       joins: joins, sourceJoinCount: oldJoins.count)
+        if let additions {
+            // Nothing is copied: say what runs instead, and leave out the tables nothing is added to.
+            steps = steps.compactMap { step in
+                guard case let .copyRows(entity, from) = step, entity == from else { return step }
+                guard let table = destination.schema.infos[entity]?.table, let clauses = additions[table] else { return nil }
+                return .addColumns(entity: entity, sql: clauses.map { "ALTER TABLE \(table) ADD COLUMN \($0)" })
+            }
+        }
         self.steps = steps
         self.entityMap = entityMap
         columnExpressions = columns
         joinMap = joins
-        additionsOnly = LightweightMigration.additions(steps: steps, destination: destination, columns: columns,
-                                                       joins: joins, sourceJoinCount: oldJoins.count)
+        additionsOnly = additions
     }
 
     /// The source property a destination property continues: the one of the same name, else the

@@ -56,6 +56,83 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    // MARK: Plain values
+    //
+    // Each accessor returns the value when it is of that type and `nil` otherwise; nothing is
+    // parsed or rounded. `description` is not a plain value: it quotes strings (`"Ann"`) and
+    // abbreviates data (`<3 bytes>`).
+
+    /// The string of a `.string` value.
+    public var stringValue: String? {
+        if case .string(let v) = self { return v }
+        return nil
+    }
+
+    /// The integer of an `.int16`, `.int32` or `.int64` value, widened to `Int64`.
+    public var int64Value: Int64? {
+        switch self {
+        case .int16(let v): Int64(v)
+        case .int32(let v): Int64(v)
+        case .int64(let v): v
+        default: nil
+        }
+    }
+
+    /// The integer of an `.int16`, `.int32` or `.int64` value as an `Int` (`nil` as well when it
+    /// doesn't fit, which only happens where `Int` has 32 bits).
+    public var intValue: Int? { int64Value.flatMap { Int(exactly: $0) } }
+
+    /// The number of a `.double` or `.float` value, as a `Double` (a `Float` widens exactly).
+    public var doubleValue: Double? {
+        switch self {
+        case .double(let v): v
+        case .float(let v): Double(v)
+        default: nil
+        }
+    }
+
+    /// The number of a `.float` value.
+    public var floatValue: Float? {
+        if case .float(let v) = self { return v }
+        return nil
+    }
+
+    /// The flag of a `.bool` value.
+    public var boolValue: Bool? {
+        if case .bool(let v) = self { return v }
+        return nil
+    }
+
+    /// The date of a `.date` value.
+    public var dateValue: Date? {
+        if case .date(let v) = self { return v }
+        return nil
+    }
+
+    /// The bytes of a `.binary` value.
+    public var dataValue: Data? {
+        if case .binary(let v) = self { return v }
+        return nil
+    }
+
+    /// The UUID of a `.uuid` value.
+    public var uuidValue: UUID? {
+        if case .uuid(let v) = self { return v }
+        return nil
+    }
+
+    /// The URL of a `.url` value.
+    public var urlValue: URL? {
+        if case .url(let v) = self { return v }
+        return nil
+    }
+
+    /// The decimal of a `.decimal` value.
+    public var decimalValue: Decimal? {
+        if case .decimal(let v) = self { return v }
+        return nil
+    }
+
     /// The value as a `Double`, for numeric range validation and sorting.
     var numericValue: Double? {
         switch self {
@@ -71,6 +148,9 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// A readable form for messages and logs: strings quoted (`"Ann"`), data as its size
+    /// (`<3 bytes>`), everything else as Swift prints it. For the plain value use ``stringValue``,
+    /// ``int64Value`` and the other accessors, or ``swiftValue``.
     public var description: String {
         switch self {
         case .string(let v): "\"\(v)\""

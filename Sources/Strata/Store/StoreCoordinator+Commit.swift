@@ -14,7 +14,10 @@ extension StoreCoordinator {
     /// Updates and deletes are optimistic: each applies only where the row still has the version
     /// the context read. A row changed or deleted since is a conflict, resolved by `policy`
     /// inside the same transaction (see ``MergePolicy``).
-    func commit(_ changes: StoreChanges, policy: MergePolicy, origin: String? = nil) throws -> CommitOutcome {
+    ///
+    /// `origin` is the name of the root context that commits: the kill points inside the
+    /// transaction are named after it (`writer.transaction.begun`).
+    func commit(_ changes: StoreChanges, policy: MergePolicy, origin: String?) throws -> CommitOutcome {
         precondition(!changes.isEmpty, "commit called with nothing to write")
         let outcome: CommitOutcome = try withConnection { db in
             let outcome = try db.transaction(.immediate) {

@@ -1,5 +1,5 @@
 public import Foundation
-public import StrataSQLite
+internal import StrataSQLite
 
 /// The store coordinator: owns the SQLite connection of one store file and is the only part of
 /// Strata that reads or writes it.
@@ -260,8 +260,13 @@ public final class StoreCoordinator: @unchecked Sendable {
 
     // MARK: Diagnostics
 
-    /// How many times each SQL text was prepared and executed (Core Data's SQLDebug, countable).
-    public var statistics: StatementStatistics { lock.withLock { connection.statistics } }
+    /// The SQL this coordinator ran since it opened or since ``resetStatistics()``: per SQL text,
+    /// how often it was prepared and executed and the rows it returned, by statement kind and by
+    /// entity (Core Data's SQLDebug, countable). See ``StoreStatistics``.
+    public var statistics: StoreStatistics {
+        StoreStatistics(lock.withLock { connection.statistics }, tables: StoreStatistics.tables(of: model.schema))
+    }
+    /// Sets every counter of ``statistics`` back to zero.
     public func resetStatistics() { lock.withLock { connection.resetStatistics() } }
     /// Called with every statement's SQL as it starts.
     public func setTrace(_ trace: (@Sendable (String) -> Void)?) { lock.withLock { connection.trace = trace } }

@@ -9,6 +9,10 @@ internal import Foundation
 ///
 /// Context kill points are named after the context (`update.save.pushed`, `main.save.pushed`,
 /// `writer.committed`); the ``catalogue`` lists them for the stack of a ``PersistentContainer``.
+/// The points inside a commit's transaction (`transaction.begun`, `rows.written`,
+/// `generation.bumped`, `entities.stamped`) carry the name of the root context that commits,
+/// also when ``ManagedObjectContext/saveToStore()`` commits a descendant's changes straight
+/// through ancestors that have none (`writer.transaction.begun` for an update context's save).
 public enum KillPoint {
     /// The armed point and after how many hits it fires; `nil` when disarmed (read once).
     private static let armed: (name: String, nth: Int)? = parse(ProcessInfo.processInfo.environment["STRATA_KILL_POINT"])

@@ -202,11 +202,13 @@ extension ParentChildTests {
     /// (faults made from the relationship's keys); that must work at every level. Run in child
     /// processes: this used to stop the process (index out of range on the fault's empty row).
     @Test func deletingAnObjectWhoseRelatedObjectsAreFaultsDoesNotCrash() async {
+        // The stores live in folders this process removes: a child that stopped would leave its own.
+        let directory = TemporaryDirectory()
         // A root context: deleting Sales (cascade to its employees, whose inverse is to-one).
-        await #expect(processExitsWith: .success) {
-            let directory = TemporaryDirectory()
-            let seed = try ParentChildTests.seed(directory.file("c.sqlite"))
-            let coordinator = try StoreCoordinator(model: TestModels.company(), url: directory.file("c.sqlite"))
+        await #expect(processExitsWith: .success) { [folder = directory.url as URL] in
+            let url = folder.appendingPathComponent("c1.sqlite")
+            let seed = try ParentChildTests.seed(url)
+            let coordinator = try StoreCoordinator(model: TestModels.company(), url: url)
             let context = coordinator.newContext()
             try context.performAndWait {
                 try context.delete(try context.object(with: seed.sales))
@@ -216,10 +218,10 @@ extension ParentChildTests {
         }
         // A root context: deleting Cy, whose department and projects (to-many inverses) are faults
         // that the nullify rule marks changed.
-        await #expect(processExitsWith: .success) {
-            let directory = TemporaryDirectory()
-            let seed = try ParentChildTests.seed(directory.file("c.sqlite"))
-            let coordinator = try StoreCoordinator(model: TestModels.company(), url: directory.file("c.sqlite"))
+        await #expect(processExitsWith: .success) { [folder = directory.url as URL] in
+            let url = folder.appendingPathComponent("c2.sqlite")
+            let seed = try ParentChildTests.seed(url)
+            let coordinator = try StoreCoordinator(model: TestModels.company(), url: url)
             let context = coordinator.newContext()
             try context.performAndWait {
                 try context.delete(try context.object(with: seed.cy))
@@ -230,9 +232,9 @@ extension ParentChildTests {
             }
         }
         // An update context of the stack: deleting Ann's badge (nullify; the inverse is Ann's to-one).
-        await #expect(processExitsWith: .success) {
-            let (directory, _, seed, container) = try ParentChildTests.container()
-            defer { withExtendedLifetime(directory) {} }
+        let third = TemporaryDirectory()
+        await #expect(processExitsWith: .success) { [folder = third.url as URL] in
+            let (_, _, seed, container) = try ParentChildTests.container(in: TemporaryDirectory(existing: folder))
             let update = container.newUpdateContext()
             try update.performAndWait {
                 try update.delete(try update.object(with: seed.badge))

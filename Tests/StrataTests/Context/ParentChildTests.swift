@@ -44,8 +44,7 @@ import StrataTestSupport
     }
 
     /// A seeded store file and a container on it.
-    static func container() throws -> (TemporaryDirectory, URL, Seed, PersistentContainer) {
-        let directory = TemporaryDirectory()
+    static func container(in directory: TemporaryDirectory = TemporaryDirectory()) throws -> (TemporaryDirectory, URL, Seed, PersistentContainer) {
         let url = directory.file("company.sqlite")
         let seed = try seed(url)
         return (directory, url, seed, try PersistentContainer(model: TestModels.company(), url: url))

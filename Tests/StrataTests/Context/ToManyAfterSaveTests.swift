@@ -102,15 +102,17 @@ import StrataTestSupport
     }
 
     @Test func theTypedToOneSetterStopsOnAWrongEntityOrAnotherContext() async {
-        await #expect(processExitsWith: .failure) {
-            let store = try TestStore()
+        // Folders this process removes: a child stopped by the precondition runs no deinitializer.
+        let (first, second) = (TemporaryDirectory(), TemporaryDirectory())
+        await #expect(processExitsWith: .failure) { [folder = first.url as URL] in
+            let store = try TestStore(directory: TemporaryDirectory(existing: folder))
             try store.context.performAndWait {
                 let person = try store.context.insert("Employee")
                 person[toOne: "department"] = try store.context.insert("Project")
             }
         }
-        await #expect(processExitsWith: .failure) {
-            let store = try TestStore()
+        await #expect(processExitsWith: .failure) { [folder = second.url as URL] in
+            let store = try TestStore(directory: TemporaryDirectory(existing: folder))
             let other = store.coordinator.newContext()
             let foreign = try other.performAndWait { try other.insert("Department") }
             try store.context.performAndWait {

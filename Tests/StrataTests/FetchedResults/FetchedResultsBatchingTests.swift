@@ -35,7 +35,7 @@ import StrataTestSupport
     }
 
     /// Statements whose SQL reads the Good table.
-    static func goodStatements(_ statistics: StatementStatistics) -> Int {
+    static func goodStatements(_ statistics: StoreStatistics) -> Int {
         statistics.executed.filter { $0.key.uppercased().hasPrefix("SELECT") && $0.key.contains("Good") }.values.reduce(0, +)
     }
 

@@ -378,11 +378,13 @@ import StrataTestSupport
 
     /// Fetching with it returns the right rows (exit 2: the fetch threw; exit 3: wrong rows; a signal: a crash).
     @Test func fiveThousandTermOrChainCanBeFetched() async {
-        await #expect(processExitsWith: .success) {
+        // The child ends with exit(), which runs no deinitializer: its store's folder is this process's.
+        let directory = TemporaryDirectory()
+        await #expect(processExitsWith: .success) { [folder = directory.url as URL] in
             // 5,000 terms: five times SQLite's expression depth limit, which only a balanced tree
             // stays under. (50,000 works too, but SQLite takes minutes to prepare it.)
             guard let chain = try? Condition(PredicateFuzzTests.chain(5_000, "age == 45")),
-                  let store = try? TestStore() else { exit(4) }
+                  let store = try? TestStore(directory: TemporaryDirectory(existing: folder)) else { exit(4) }
             let code: Int32 = store.context.performAndWait {
                 do {
                     for age in [20, 45] {

@@ -47,31 +47,32 @@ import StrataTestSupport
         }
     }
 
+    // The exit tests' stores live in folders this process makes and removes: a child stopped by a
+    // precondition runs no deinitializer, so a folder it made itself would stay behind.
+
     @Test func readingAnObjectWhoseContextWasReleasedStops() async {
-        await #expect(processExitsWith: .failure) {
-            let directory = TemporaryDirectory()
-            let good = try ObjectConfinementTests.orphanedGood(directory.file("g.sqlite"))
+        let directory = TemporaryDirectory()
+        await #expect(processExitsWith: .failure) { [folder = directory.url as URL] in
+            let good = try ObjectConfinementTests.orphanedGood(folder.appendingPathComponent("g1.sqlite"))
             _ = good[attribute: "name"] as String?
         }
-        await #expect(processExitsWith: .failure) {
-            let directory = TemporaryDirectory()
-            let good = try ObjectConfinementTests.orphanedGood(directory.file("g.sqlite"))
+        await #expect(processExitsWith: .failure) { [folder = directory.url as URL] in
+            let good = try ObjectConfinementTests.orphanedGood(folder.appendingPathComponent("g2.sqlite"))
             _ = try good.value(forKey: "name")
         }
     }
 
     @Test func readingAnObjectOffItsContextsQueueStops() async {
-        await #expect(processExitsWith: .failure) {
-            let directory = TemporaryDirectory()
-            let coordinator = try StoreCoordinator(model: ModelTests.goods(), url: directory.file("g.sqlite"))
+        let directory = TemporaryDirectory()
+        await #expect(processExitsWith: .failure) { [folder = directory.url as URL] in
+            let coordinator = try StoreCoordinator(model: ModelTests.goods(), url: folder.appendingPathComponent("g1.sqlite"))
             let context = coordinator.newContext()
             let good = try context.performAndWait { try context.insert("Good") }
             _ = good[attribute: "name"] as String?
         }
         // The control: the same read inside performAndWait exits normally.
-        await #expect(processExitsWith: .success) {
-            let directory = TemporaryDirectory()
-            let coordinator = try StoreCoordinator(model: ModelTests.goods(), url: directory.file("g.sqlite"))
+        await #expect(processExitsWith: .success) { [folder = directory.url as URL] in
+            let coordinator = try StoreCoordinator(model: ModelTests.goods(), url: folder.appendingPathComponent("g2.sqlite"))
             let context = coordinator.newContext()
             let good = try context.performAndWait { try context.insert("Good") }
             context.performAndWait { precondition(good[attribute: "name"] as String? == "x") }
