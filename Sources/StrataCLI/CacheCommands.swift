@@ -28,13 +28,13 @@ struct CacheLocation: ParsableArguments {
             help: ArgumentHelp("The folder of the store's caches (default: <store>.caches beside the store).", valueName: "dir"))
     var cacheDirectory: String?
 
-    /// The library's `directory:` argument: `nil` for the default folder.
-    var directory: URL? { cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) } }
+    /// `--cache-dir`'s exact bytes, made absolute; `nil` for the default folder.
+    func directory() throws -> FileSystemPath? { try cacheDirectory.map { try RawArguments.path($0).absolute } }
 
-    /// The inspector for STORE, after checking that STORE is a readable Strata store (one read
-    /// transaction) and that an explicit `--cache-dir` exists.
+    /// The inspector for STORE and its cache folder, after checking that STORE is a readable
+    /// Strata store (one read transaction) and that an explicit `--cache-dir` exists.
     func inspector() throws -> StoreInspector {
-        let inspector = try store.inspector()
+        let inspector = try store.inspector(cacheDirectory: directory())
         try checkCacheDirectory()
         _ = try inspector.metadata()
         return inspector
@@ -43,9 +43,9 @@ struct CacheLocation: ParsableArguments {
     /// The inspector for STORE after checking that every name in `names` is one of its caches:
     /// an unknown name fails before the store is opened, so it changes nothing on disk.
     func inspector(requiring names: [String]) throws -> StoreInspector {
-        let inspector = try store.inspector()
+        let inspector = try store.inspector(cacheDirectory: directory())
         try checkCacheDirectory()
-        let existing = try inspector.caches(directory: directory).cacheNames()
+        let existing = try inspector.caches().cacheNames()
         for name in names where !existing.contains(name) {
             _ = try SectionCacheStore.fileName(forCacheNamed: name)   // an impossible name is a usage error
             throw InspectionError.unknownCache(name: name)
@@ -55,15 +55,15 @@ struct CacheLocation: ParsableArguments {
     }
 
     /// The cache folder's path, for messages.
-    func folder(_ inspector: StoreInspector) -> String { inspector.caches(directory: directory).directory.path }
+    func folder(_ inspector: StoreInspector) -> String { inspector.caches().directoryPath.description }
 
     private func checkCacheDirectory() throws {
-        guard let directory else { return }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory) else {
-            throw CommandFailure(.noInput, "no such cache folder: \(directory.path)")
+        guard let directory = try directory() else { return }
+        var info = stat()
+        guard directory.withCString({ stat($0, &info) }) == 0 else {
+            throw CommandFailure(.noInput, "no such cache folder: \(directory)")
         }
-        guard isDirectory.boolValue else { throw SectionCacheError.notADirectory(path: directory.path) }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { throw SectionCacheError.notADirectory(path: directory.description) }
     }
 }
 
@@ -92,7 +92,7 @@ struct CacheListCommand: ParsableCommand {
 
     func run() throws {
         let inspector = try location.inspector()
-        let reports = try inspector.cacheReports(directory: location.directory)
+        let reports = try inspector.cacheReports()
         if json { return try printJSON(reports) }
         guard !reports.isEmpty else {
             print("no caches in \(location.folder(inspector))")

@@ -36,10 +36,10 @@ struct CacheInspectCommand: ParsableCommand {
 
     func run() throws {
         let inspector = try location.inspector(requiring: [name])
-        let report = try inspector.cacheReport(named: name, directory: location.directory)
+        let report = try inspector.cacheReport(named: name)
         var inspection = CacheInspection(report: report)
-        if case .success(let file) = try inspector.cacheFile(named: name, directory: location.directory) {
-            let bytes = try? inspector.caches(directory: location.directory).read(named: name)
+        if case .success(let file) = try inspector.cacheFile(named: name) {
+            let bytes = try? inspector.caches().read(named: name)
             inspection.add(file, layout: bytes.flatMap(CacheInspection.Layout.init), limit: limit)
         }
         if json { return try printJSON(inspection) }

@@ -36,20 +36,21 @@ struct CacheVerifyCommand: ParsableCommand {
 
     func run() throws {
         let inspector = try location.inspector(requiring: names)
-        let selected = names.isEmpty ? try inspector.caches(directory: location.directory).cacheNames() : unique(names)
+        let selected = names.isEmpty ? try inspector.caches().cacheNames() : unique(names)
         var outcomes: [Outcome] = []
         for name in selected {
             do {
                 // One difference more than shown, to tell "exactly --limit" from "more".
-                var result = try inspector.verifyCache(named: name, directory: location.directory, limit: min(limit, Int.max - 1) + 1)
+                var result = try inspector.verifyCache(named: name, limit: min(limit, Int.max - 1) + 1)
                 let truncated = result.differences.count > limit
                 result.differences = Array(result.differences.prefix(limit))
                 outcomes.append(.verified(result, truncated: truncated))
             } catch {
                 // The file's request can't be run against the store (an entity or key its model
-                // lacks): this cache is invalid; the others are still verified.
+                // lacks): this cache is invalid; the others are still verified. A store SQLite
+                // finds malformed (`.corrupt`) is no cache's fault: it fails the command (65).
                 guard case .sqlite(let message) = error else { throw error }
-                let report = try inspector.cacheReport(named: name, directory: location.directory)
+                let report = try inspector.cacheReport(named: name)
                 outcomes.append(.failed(name: name, report: report, difference: "the request can't be run against the store: \(message)"))
             }
         }

@@ -8,6 +8,10 @@ struct Demo: ParsableCommand {
         commandName: "demo",
         abstract: "Create a store, insert goods in categories, read them back grouped, leave a section cache.",
         discussion: """
+            The store and its section cache stay on disk for the cache commands to look at: the \
+            first line says where the store is, the last how to remove it. Without --path the \
+            demo makes a new folder in the temporary directory ($TMPDIR, else /tmp) for them.
+
             Example:
               strata demo                       # a fresh temporary folder, printed
               strata demo --path /tmp/goods.sqlite
@@ -15,19 +19,48 @@ struct Demo: ParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "The store file to create or reuse (default: a new temporary folder).")
+    @Option(name: .long, help: "The store file to create or reuse (default: goods.sqlite in a new temporary folder).")
     var path: String?
 
     func run() throws {
         let url: URL
+        // What to remove afterwards: the folder the demo made, or the store, its cache folder
+        // and (if an app left them) its -wal and -shm.
+        let removal: String
+        var madeFolder: URL?
         if let path {
-            url = URL(fileURLWithPath: path)
+            // The demo opens its store through StoreCoordinator(url:), and a URL holds only
+            // UTF-8: a path of other bytes would name another file, so it is refused.
+            let exact = try RawArguments.path(path).absolute
+            guard let string = exact.string else {
+                throw CommandFailure(.usage, "--path \(exact): the demo's store path must be UTF-8 (the cache commands take any bytes)")
+            }
+            url = URL(fileURLWithPath: string)
+            removal = "rm -f \(Demo.quoted(string)) \(Demo.quoted(string + "-wal")) \(Demo.quoted(string + "-shm")) && rm -rf \(Demo.quoted(string + ".caches"))"
         } else {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strata-demo-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             url = folder.appendingPathComponent("goods.sqlite")
+            removal = "rm -r \(Demo.quoted(folder.path))"
+            madeFolder = folder
         }
         print("store: \(url.path)")
+        do {
+            try demonstrate(url)
+        } catch {
+            // A folder the demo made and could not finish is of no use to anyone: it goes.
+            if let madeFolder { try? FileManager.default.removeItem(at: madeFolder) }
+            throw error
+        }
+        print("\nThe store and its cache stay for `strata cache list \(Demo.quoted(url.path))`; remove them with:\n  \(removal)")
+    }
+
+    /// `text` quoted for a POSIX shell: in single quotes, each `'` written as `'\''`.
+    static func quoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    private func demonstrate(_ url: URL) throws {
         let coordinator = try StoreCoordinator(model: DemoModel.model, url: url)
         defer { coordinator.close() }
         let context = coordinator.newContext(name: "demo")

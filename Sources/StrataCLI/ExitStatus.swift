@@ -13,15 +13,16 @@ enum ExitStatus: Int32 {
     /// nothing selected, an impossible cache name).
     case usage = 64
     /// EX_DATAERR: the input is there but is not what it must be (not SQLite, not a Strata store,
-    /// a newer format, a store SQLite can't read).
+    /// a newer format, a store SQLite can't read, a store SQLite finds malformed).
     case dataError = 65
     /// EX_NOINPUT: no such file, a directory instead of a store file, an unknown cache name, a
-    /// cache folder that is missing or not a folder.
+    /// cache folder that is missing or not a folder, something other than a regular file under a
+    /// cache's file name (purge).
     case noInput = 66
     /// EX_SOFTWARE: an error nobody expected (a bug; please report it).
     case software = 70
     /// EX_IOERR: a file that can't be read, a journal a crash left that can't be rolled back, or
-    /// a cache that can't be removed.
+    /// a cache that can't be removed (purge then says which caches it removed and which not).
     case ioError = 74
     /// EX_TEMPFAIL: the store is locked by another connection; try again later.
     case temporaryFailure = 75
@@ -48,16 +49,16 @@ extension ExitStatus {
             self = failure.status
         case let error as InspectionError:
             switch error {
-            case .noSuchFile, .isADirectory, .unknownCache: self = .noInput
-            case .unreadable, .hotJournal: self = .ioError
-            case .notADatabase, .notAStrataStore, .unsupportedFormat, .sqlite: self = .dataError
+            case .noSuchFile, .isADirectory, .unknownCache, .notACacheFile: self = .noInput
+            case .unreadable, .hotJournal, .purgeIncomplete: self = .ioError
+            case .notADatabase, .notAStrataStore, .unsupportedFormat, .corrupt, .sqlite: self = .dataError
             case .locked: self = .temporaryFailure
             case .cache(let cacheError): self = ExitStatus(for: cacheError)
             }
         case let error as SectionCacheError:
             switch error {
             case .invalidName: self = .usage
-            case .noSuchCache, .notADirectory, .directoryIsSymlink: self = .noInput
+            case .noSuchCache, .notADirectory, .directoryIsSymlink, .notAFile: self = .noInput
             case .io: self = .ioError
             }
         case let error as StoreError:

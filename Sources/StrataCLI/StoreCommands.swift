@@ -20,9 +20,13 @@ struct StoreArgument: ParsableArguments {
     @Argument(help: ArgumentHelp("The store file (the SQLite file a StoreCoordinator opened).", valueName: "store"))
     var store: String
 
-    /// The library's inspector for STORE (checks that it is a readable file; opens nothing).
-    func inspector() throws -> StoreInspector {
-        try StoreInspector(url: URL(fileURLWithPath: store))
+    /// STORE's exact bytes, made absolute.
+    func path() throws -> FileSystemPath { try RawArguments.path(store).absolute }
+
+    /// The library's inspector for STORE (checks that it is a readable file; opens nothing), with
+    /// `cacheDirectory` as its cache folder (`nil`: the default one).
+    func inspector(cacheDirectory: FileSystemPath? = nil) throws -> StoreInspector {
+        try StoreInspector(path: path(), cacheDirectory: cacheDirectory)
     }
 }
 

@@ -20,9 +20,10 @@ struct StrataCommand: ParsableCommand {
     )
 
     /// Parses, runs, and turns every error into one line on standard error and its exit status
-    /// (see ``ExitStatus``). `--help` prints to standard output and exits 0.
+    /// (see ``ExitStatus``). `--help` prints to standard output and exits 0. The arguments are
+    /// read as bytes (``RawArguments``): a path that is not UTF-8 reaches the file system as given.
     static func main() {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        let arguments = RawArguments.strings
         do {
             var command = try parseAsRoot(arguments)
             try command.run()

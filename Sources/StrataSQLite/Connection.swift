@@ -28,6 +28,9 @@ public final class Connection {
         public var createIfMissing = true
         /// Journal mode set at open (file databases that are writable only). Default WAL.
         public var journalMode: JournalMode = .wal
+        /// Whether a writable file database gets ``journalMode`` at open; `false` leaves the
+        /// file's own mode alone (and writes nothing at open).
+        public var setsJournalMode = true
         /// Default `.normal`: in WAL mode a commit survives a process crash; a power loss may
         /// lose the last commits but never corrupts the file.
         public var synchronous: Synchronous = .normal
@@ -53,7 +56,16 @@ public final class Connection {
     private var counters: [String: StatementCounter] = [:]
 
     /// Opens (and by default creates) the database at `path`.
-    public init(path: String, configuration: Configuration = Configuration()) throws {
+    public convenience init(path: String, configuration: Configuration = Configuration()) throws {
+        try self.init(pathBytes: Array(path.utf8), displayPath: path, configuration: configuration)
+    }
+
+    /// Opens (and by default creates) the database whose path is exactly `pathBytes` (a Linux
+    /// file name need not be UTF-8; a `String` can't hold one that is not). `displayPath` is
+    /// ``path``, for messages (default: the bytes decoded as UTF-8, repaired).
+    public init(pathBytes: [UInt8], displayPath: String? = nil, configuration: Configuration = Configuration()) throws {
+        precondition(!pathBytes.contains(0), "Connection(pathBytes:): a path can't contain NUL")
+        let path = displayPath ?? String(decoding: pathBytes, as: UTF8.self)
         self.path = path
         self.configuration = configuration
         var flags = SQLITE_OPEN_NOMUTEX
@@ -64,7 +76,9 @@ public final class Connection {
             if configuration.createIfMissing { flags |= SQLITE_OPEN_CREATE }
         }
         var db: OpaquePointer?
-        let code = sqlite3_open_v2(path, &db, flags, nil)
+        let code = (pathBytes + [0]).withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { sqlite3_open_v2($0.baseAddress, &db, flags, nil) }
+        }
         guard code == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
             if let db { sqlite3_close_v2(db) }
@@ -76,7 +90,7 @@ public final class Connection {
             + configuration.busyTimeout.components.attoseconds / 1_000_000_000_000_000
         sqlite3_busy_timeout(db, Int32(clamping: milliseconds))
         do {
-            if !configuration.readOnly && path != ":memory:" {
+            if !configuration.readOnly && configuration.setsJournalMode && path != ":memory:" {
                 _ = try pragma("journal_mode", set: configuration.journalMode.rawValue)
             }
             try execute("PRAGMA synchronous=\(configuration.synchronous.rawValue)")

@@ -41,9 +41,13 @@ enum CLI {
         return process.terminationStatus == 0
     }()
 
-    /// Runs `strata arguments…`; with `asNobody`, as uid/gid 65534 through `setpriv` (root only).
-    static func run(_ arguments: [String], asNobody: Bool = false) throws -> CLIResult {
+    /// Runs `strata arguments…`; with `asNobody`, as uid/gid 65534 through `setpriv` (root only);
+    /// `environment` adds to (or replaces) this process's variables.
+    static func run(_ arguments: [String], asNobody: Bool = false, environment: [String: String] = [:]) throws -> CLIResult {
         let process = Process()
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         if asNobody {
             process.executableURL = URL(fileURLWithPath: try #require(setpriv))
             process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", executable.path] + arguments
@@ -64,6 +68,97 @@ enum CLI {
         try err.close()
         return CLIResult(status: process.terminationStatus, output: try String(contentsOf: outURL, encoding: .utf8),
                          error: try String(contentsOf: errURL, encoding: .utf8))
+    }
+}
+
+extension CLI {
+    /// Runs `strata` with each argument given as its bytes, through `posix_spawn`: `Process`
+    /// takes `String` arguments, which can't hold a file name that is not UTF-8.
+    static func run(bytes arguments: [[UInt8]]) throws -> CLIResult {
+        let scratch = TemporaryDirectory("strata-cli-output")
+        let outPath = scratch.file("out").path, errPath = scratch.file("err").path
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([Array(executable.path.utf8)] + arguments).map { bytes in
+            let argument = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+            for (index, byte) in bytes.enumerated() { argument[index] = CChar(bitPattern: byte) }
+            argument[bytes.count] = 0
+            return argument
+        } + [nil]
+        defer { for argument in argv { argument?.deallocate() } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, executable.path, &actions, nil, argv, environ)
+        try #require(spawned == 0, "posix_spawn: \(String(cString: strerror(spawned)))")
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            try #require(errno == EINTR, "waitpid: \(String(cString: strerror(errno)))")
+        }
+        try #require(status & 0x7F == 0, "strata was killed by signal \(status & 0x7F)")
+        return CLIResult(status: (status >> 8) & 0xFF, output: try String(contentsOf: URL(fileURLWithPath: outPath), encoding: .utf8),
+                         error: try String(contentsOf: URL(fileURLWithPath: errPath), encoding: .utf8))
+    }
+}
+
+/// File calls on paths given as bytes (FileManager on Linux takes `String` paths and repairs
+/// names that are not UTF-8).
+enum RawFiles {
+    /// `folder/name`, as bytes.
+    static func path(_ folder: URL, _ name: [UInt8]) -> [UInt8] { Array(folder.path.utf8) + [UInt8(ascii: "/")] + name }
+
+    static func withCString<T>(_ path: [UInt8], _ body: (UnsafePointer<CChar>) throws -> T) rethrows -> T {
+        try (path + [0]).withUnsafeBufferPointer { try $0.withMemoryRebound(to: CChar.self) { try body($0.baseAddress!) } }
+    }
+
+    static func rename(_ from: [UInt8], _ to: [UInt8]) throws {
+        let result = withCString(from) { from in withCString(to) { Glibc.rename(from, $0) } }
+        try #require(result == 0, "rename: \(String(cString: strerror(errno)))")
+    }
+
+    static func exists(_ path: [UInt8]) -> Bool {
+        var info = stat()
+        return withCString(path) { lstat($0, &info) } == 0
+    }
+
+    /// The names in a folder (not `.` and `..`), sorted by their bytes; empty when it can't be read.
+    static func names(_ folder: [UInt8]) -> [[UInt8]] {
+        guard let directory = withCString(folder, { opendir($0) }) else { return [] }
+        defer { closedir(directory) }
+        var names: [[UInt8]] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            if name != [UInt8(ascii: ".")], name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
+        }
+        return names.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    /// Every byte of a file.
+    static func contents(_ path: [UInt8]) throws -> Data {
+        let fd = withCString(path) { open($0, O_RDONLY) }
+        try #require(fd >= 0, "open: \(String(cString: strerror(errno)))")
+        defer { close(fd) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            try #require(count >= 0)
+            if count == 0 { return data }
+            data.append(contentsOf: buffer[..<count])
+        }
+    }
+
+    /// Removes `path` and everything under it (`rm -rf`), whatever bytes the names hold.
+    static func removeTree(_ path: [UInt8]) {
+        var info = stat()
+        guard withCString(path, { lstat($0, &info) }) == 0 else { return }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            for name in names(path) { removeTree(path + [UInt8(ascii: "/")] + name) }
+            _ = withCString(path) { rmdir($0) }
+        } else {
+            _ = withCString(path) { unlink($0) }
+        }
     }
 }
 

@@ -140,8 +140,6 @@ import StrataTestSupport
         let fixture = try CLIFixture.withFourCaches()
         let folder = fixture.cacheFolder.path
         let keep = try Data(contentsOf: try fixture.cacheURL("by-name"))
-        // The caches' folder: the store's own folder also gets the -wal and -shm a read-only
-        // open of a closed WAL store leaves (see StoreInspectorSideEffectTests).
         let before = try DirectorySnapshot(fixture.cacheFolder)
 
         let dryRun = try CLI.run(["cache", "purge", fixture.path, "--stale", "--dry-run"])
@@ -190,6 +188,75 @@ import StrataTestSupport
         #expect(removed.status == 0)
         #expect(removed.output == "removed broken\nremoved by-category\n\n2 caches removed from \(folder)\n")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
+    }
+
+    /// Issue 17: `a.stratacache` a file, `m.stratacache` a folder, `z.stratacache` a file. Every
+    /// target is checked before anything is removed: each selection that includes `m` is
+    /// refused with one line naming it (exit 66), and the folder is exactly as it was.
+    @Test func purgeRefusesATargetThatIsNotARegularFileBeforeRemovingAny() throws {
+        let fixture = try CLIFixture()
+        try fixture.makeCache(CLIFixture.byName)
+        try Data("not a cache\n".utf8).write(to: try fixture.cacheURL("a"))
+        try FileManager.default.createDirectory(at: try fixture.cacheURL("m"), withIntermediateDirectories: false)
+        try Data("not a cache\n".utf8).write(to: try fixture.cacheURL("z"))
+        let list = try CLI.run(["cache", "list", fixture.path, "--json"])
+        #expect(try list.jsonArray().map { "\($0["name"]!) \($0["status"]!)" } == ["a corrupt", "by-name valid", "m corrupt", "z corrupt"])
+        let before = try fixture.snapshot()
+        let path = try fixture.cacheURL("m").path
+        for selection in [["--stale"], ["--all"], ["a", "m", "z"], ["--stale", "--dry-run"], ["--all", "--json"]] {
+            let result = try CLI.run(["cache", "purge", fixture.path] + selection)
+            #expect(result.status == 66, "\(selection)\n\(result)")
+            #expect(result.errorLines == ["strata cache purge: cache \"m\" is not a regular file (\(path)); nothing was removed"], "\(selection)\n\(result)")
+            #expect(result.output.isEmpty, "\(selection)\n\(result)")
+            #expect(try fixture.snapshot() == before, "\(selection) changed the folder")
+        }
+        // Without the folder in the selection, the files go.
+        let named = try CLI.run(["cache", "purge", fixture.path, "a", "z"])
+        #expect(named.status == 0, "\(named)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.cacheFolder.path).sorted() == ["by-name.stratacache", "m.stratacache"])
+    }
+
+    /// Issue 17: an `unlink` that fails after every target passed its check (here: a sticky
+    /// folder, and `m` belongs to root while the command runs as uid 65534). The output says
+    /// exactly which caches were removed and which were not, as text and as JSON, with one line on
+    /// standard error and exit 74.
+    @Test(.enabled(if: CLI.isRoot && CLI.canDropPrivileges, "needs root (chown) and setpriv with CAP_SETUID"))
+    func purgeThatFailsMidwaySaysWhatWasRemovedAndWhatWasNot() throws {
+        // A rollback-journal store: uid 65534 may not write the store's folder, and a read-only
+        // open of a WAL store with no -shm needs to create one there.
+        let fixture = try CLIFixture(journalMode: .delete)
+        try fixture.makeCache(CLIFixture.byName)
+        let folder = fixture.cacheFolder.path
+        #expect(chmod(folder, 0o1777) == 0)
+        defer { chmod(folder, 0o755) }
+        func junk(_ name: String, owner: uid_t) throws {
+            try Data("not a cache\n".utf8).write(to: try fixture.cacheURL(name))
+            #expect(chown(try fixture.cacheURL(name).path, owner, owner) == 0)
+        }
+        try junk("a", owner: 65534)
+        try junk("m", owner: 0)
+        try junk("z", owner: 65534)
+        let reason = "unlink \(folder)/m.stratacache: Operation not permitted (errno 1)"
+        let line = "strata cache purge: could not remove cache \"m\": \(reason); removed 1 of 3 (a), not removed: m, z"
+
+        let text = try CLI.run(["cache", "purge", fixture.path, "--stale"], asNobody: true)
+        #expect(text.status == 74, "\(text)")
+        #expect(text.output.lines == ["removed a", "not removed m", "not removed z", "",
+                                      "1 of 3 caches removed from \(folder); failed at m: \(reason)"])
+        #expect(text.errorLines == [line])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).sorted() == ["by-name.stratacache", "m.stratacache", "z.stratacache"])
+
+        try junk("a", owner: 65534)
+        let json = try CLI.run(["cache", "purge", fixture.path, "--stale", "--json"], asNobody: true)
+        #expect(json.status == 74, "\(json)")
+        let output = try json.jsonObject()
+        #expect(Set(output.keys) == ["dryRun", "directory", "removed", "notRemoved", "error"])
+        #expect(output["dryRun"] as? Bool == false)
+        #expect(output["directory"] as? String == folder)
+        #expect(output["removed"] as? [String] == ["a"])
+        #expect(output["notRemoved"] as? [String] == ["m", "z"])
+        #expect(output["error"] as? String == reason)
+        #expect(json.errorLines == [line])
     }
 
     /// An app with the store open and a controller on the cache: the purge removes the file, the

@@ -52,12 +52,13 @@ extension StoreInspector {
     /// The state of cache `name`.
     public func cacheReport(named name: String, directory: URL? = nil) throws(InspectionError) -> CacheReport {
         let caches = caches(directory: directory)
-        let path: String
+        let file: FileSystemPath
         do {
-            path = try caches.url(forCacheNamed: name).path
+            file = try caches.path(forCacheNamed: name)
         } catch {
             throw .cache(error)
         }
+        let path = file.description
         // The cache first: an unknown name is reported without opening the store.
         let read: Result<Data, SectionCacheRejection>
         do {
@@ -72,7 +73,7 @@ extension StoreInspector {
         switch read {
         case .success(let bytes): data = bytes
         case .failure(let error):
-            return CacheReport(name: name, path: path, bytes: fileSize(path), status: .corrupt, reason: error.rawValue,
+            return CacheReport(name: name, path: path, bytes: fileSize(file), status: .corrupt, reason: error.rawValue,
                                storeGeneration: metadata.generation)
         }
         var report = CacheReport(name: name, path: path, bytes: Int64(data.count), status: .valid, storeGeneration: metadata.generation)
@@ -174,6 +175,13 @@ extension StoreInspector {
 
     /// Removes the selected caches (nothing with `dryRun`); returns their names. Each removal is
     /// one `unlink`: safe while an app has the store open (it rebuilds at its next fetch).
+    ///
+    /// Every target is checked before anything is removed: each must be a regular file (a folder,
+    /// a symbolic link or anything else under a cache's file name throws
+    /// ``InspectionError/notACacheFile(name:path:)``, with nothing removed, dry run or not). If an
+    /// `unlink` still fails after that (permissions, a file system gone read-only), the caches
+    /// before it are already gone: ``InspectionError/purgeIncomplete(removed:failed:notRemoved:error:)``
+    /// names the ones removed and the ones left.
     public func purgeCaches(_ selection: CachePurgeSelection, directory: URL? = nil, dryRun: Bool = false) throws(InspectionError) -> [String] {
         _ = try metadata()                    // a Strata store, or an error: never purge beside any file
         let caches = caches(directory: directory)
@@ -189,14 +197,31 @@ extension StoreInspector {
         case .notValid:
             names = try cacheReports(directory: directory).filter { $0.status != .valid }.map(\.name)
         }
-        guard !dryRun else { return names }
         for name in names {
-            do { try caches.deleteCache(named: name) } catch { throw .cache(error) }
+            let file: FileSystemPath
+            do { file = try caches.path(forCacheNamed: name) } catch { throw .cache(error) }
+            var info = stat()
+            guard file.withCString({ lstat($0, &info) }) == 0 else {
+                let code = errno
+                if code == ENOENT { continue }   // gone since it was listed: nothing to check
+                throw .cache(.io(CacheFileError(operation: "lstat", path: file.description, code: code)))
+            }
+            guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notACacheFile(name: name, path: file.description) }
         }
-        return names
+        guard !dryRun else { return names }
+        var removed: [String] = []
+        for (index, name) in names.enumerated() {
+            do {
+                if try caches.deleteCache(named: name) { removed.append(name) }
+            } catch {
+                throw .purgeIncomplete(removed: removed, failed: name, notRemoved: Array(names[index...]), error: error)
+            }
+        }
+        return removed
     }
 
-    private func fileSize(_ path: String) -> Int64 {
-        (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+    private func fileSize(_ path: FileSystemPath) -> Int64 {
+        var info = stat()
+        return path.withCString({ stat($0, &info) }) == 0 ? Int64(info.st_size) : 0
     }
 }

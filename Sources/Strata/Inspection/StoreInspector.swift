@@ -15,6 +15,14 @@ public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible
     /// A crash left a journal that a read-only connection may not roll back (recovered
     /// automatically by the inspector's reads; seen only if that recovery failed).
     case hotJournal(path: String)
+    /// SQLite found the store's file malformed (`SQLITE_CORRUPT`) while reading it.
+    case corrupt(path: String, message: String)
+    /// `purge` was asked to remove a cache whose file name holds something other than a regular
+    /// file (a folder, a symbolic link, …): refused before anything was removed.
+    case notACacheFile(name: String, path: String)
+    /// `purge` removed `removed`, then failed to remove `failed` (`error`); `notRemoved` (which
+    /// starts with `failed`) is still there.
+    case purgeIncomplete(removed: [String], failed: String, notRemoved: [String], error: SectionCacheError)
     case cache(SectionCacheError)
     case sqlite(String)
 
@@ -29,6 +37,11 @@ public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible
         case .locked(let path): "store \(path) is locked by another connection; try again when it is idle"
         case .unknownCache(let name): "no cache named \(name.debugDescription)"
         case .hotJournal(let path): "store \(path) has a journal left by a crash that could not be rolled back"
+        case let .corrupt(path, message): "store is corrupt: \(path): \(message)"
+        case let .notACacheFile(name, path): "cache \(name.debugDescription) is not a regular file (\(path)); nothing was removed"
+        case let .purgeIncomplete(removed, failed, notRemoved, error):
+            "could not remove cache \(failed.debugDescription): \(error); removed \(removed.count) of \(removed.count + notRemoved.count)"
+                + " (\(removed.isEmpty ? "none" : removed.joined(separator: ", "))), not removed: \(notRemoved.joined(separator: ", "))"
         case .cache(let error): error.description
         case .sqlite(let message): message
         }
@@ -62,22 +75,41 @@ public struct StoreInfo: Codable, Sendable, Equatable {
 /// Read-only access to a store on disk without the app's code: the store carries its model, each
 /// cache file its request. The `strata` command is a thin shell over this.
 ///
-/// Every call opens its own read-only connection and closes it again; nothing is written to the
-/// store, and a store that an app has open (WAL) can be inspected meanwhile.
+/// Every call opens its own connection, reads in one transaction and closes it again; nothing is
+/// written to the store, and a store that an app has open (WAL) can be inspected meanwhile. Paths
+/// reach the file system byte for byte (``FileSystemPath``), including ones that are not UTF-8.
 public struct StoreInspector: Sendable {
+    /// The store file. Exact only for a UTF-8 path: ``path`` is what the inspector opens.
     public let url: URL
+    /// The store file's exact path.
+    public let path: FileSystemPath
+    /// The cache folder the cache calls use when they are given no `directory` (`nil`:
+    /// `<store>.caches` beside the store).
+    public let cacheDirectory: FileSystemPath?
 
     /// Checks that `url` names a readable regular file (the store itself is checked when read).
     public init(url: URL) throws(InspectionError) {
-        let path = url.path
+        try self.init(path: FileSystemPath(url))
+    }
+
+    /// Checks that `path` names a readable regular file (the store itself is checked when read).
+    /// `cacheDirectory` is the store's cache folder when it is not the default one.
+    public init(path: FileSystemPath, cacheDirectory: FileSystemPath? = nil) throws(InspectionError) {
+        let shown = path.description
         var info = stat()
-        guard stat(path, &info) == 0 else {
-            if errno == ENOENT || errno == ENOTDIR { throw .noSuchFile(path: path) }
-            throw .unreadable(path: path, reason: String(cString: strerror(errno)))
+        guard path.withCString({ stat($0, &info) }) == 0 else {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { throw .noSuchFile(path: shown) }
+            throw .unreadable(path: shown, reason: String(cString: strerror(code)))
         }
-        if (info.st_mode & S_IFMT) == S_IFDIR { throw .isADirectory(path: path) }
-        guard access(path, R_OK) == 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
-        self.url = url
+        if (info.st_mode & S_IFMT) == S_IFDIR { throw .isADirectory(path: shown) }
+        guard path.withCString({ access($0, R_OK) }) == 0 else {
+            let code = errno
+            throw .unreadable(path: shown, reason: String(cString: strerror(code)))
+        }
+        self.path = path
+        self.url = path.url
+        self.cacheDirectory = cacheDirectory
     }
 
     /// Runs `body` in one read transaction on a new read-only connection. A hot journal left by
@@ -87,18 +119,23 @@ public struct StoreInspector: Sendable {
         do {
             return try readOnce(body)
         } catch .hotJournal {
-            do { try StoreCoordinator.recoverHotJournal(path: url.path) } catch { throw .sqlite("\(error)") }
+            do { try StoreCoordinator.recoverHotJournal(at: path) } catch { throw .sqlite("\(error)") }
             return try readOnce(body)
         }
     }
 
     private func readOnce<T>(_ body: (Connection) throws -> T) throws(InspectionError) -> T {
-        let path = url.path
+        let path = path.description
         do {
-            var configuration = Connection.Configuration()
-            configuration.readOnly = true
-            configuration.busyTimeout = .milliseconds(500)
-            let db = try Connection(path: path, configuration: configuration)
+            let db: Connection
+            if let cleaning = try openToCleanUp() {
+                db = cleaning
+            } else {
+                var configuration = Connection.Configuration()
+                configuration.readOnly = true
+                configuration.busyTimeout = .milliseconds(500)
+                db = try Connection(pathBytes: self.path.bytes, displayPath: path, configuration: configuration)
+            }
             defer { db.close() }
             try StringMatching.register(on: db)
             var tables = Set<String>()
@@ -108,23 +145,78 @@ public struct StoreInspector: Sendable {
         } catch let error as InspectionError {
             throw error
         } catch let error as SQLiteError {
-            if .SQLITE_NOTADB ~= error.code { throw .notADatabase(path: path) }
-            if .SQLITE_BUSY ~= error.code || .SQLITE_LOCKED ~= error.code { throw .locked(path: path) }
-            if .SQLITE_READONLY ~= error.code { throw .hotJournal(path: path) }
-            if .SQLITE_CANTOPEN ~= error.code { throw .unreadable(path: path, reason: error.description) }
-            throw .sqlite(error.description)
+            throw inspectionError(error, path: path)
         } catch let error as StoreError {
+            if case .sqlite(let underlying) = error { throw inspectionError(underlying, path: path) }
             throw .sqlite(error.description)
         } catch {
             throw .sqlite("\(error)")
         }
     }
 
+    private func inspectionError(_ error: SQLiteError, path: String) -> InspectionError {
+        if .SQLITE_NOTADB ~= error.code { return .notADatabase(path: path) }
+        if .SQLITE_CORRUPT ~= error.code { return .corrupt(path: path, message: error.message) }
+        if .SQLITE_BUSY ~= error.code || .SQLITE_LOCKED ~= error.code { return .locked(path: path) }
+        if .SQLITE_READONLY ~= error.code { return .hotJournal(path: path) }
+        if .SQLITE_CANTOPEN ~= error.code { return .unreadable(path: path, reason: error.description) }
+        return .sqlite(error.description)
+    }
+
+    /// A read-write connection (that writes nothing) when the store is in WAL mode and nothing has
+    /// it open, else `nil` (the caller opens read-only).
+    ///
+    /// Why: SQLite's read-only open of a WAL store that no connection has open (no `-wal`, no
+    /// `-shm` beside it) creates an empty `-wal` and a 32 KB `-shm`, and a read-only connection
+    /// may not remove them when it closes. A read-write connection does what every app's last
+    /// connection does: at close it checkpoints (an empty WAL: nothing reaches the database
+    /// file) and removes both, so the folder is left as it was. It is opened without creating the
+    /// file, without setting the journal mode, and with `PRAGMA query_only`, so no statement of
+    /// ours can write. It still takes SQLite's ordinary locks: if an app opens the store
+    /// meanwhile, the two coordinate as any two connections do (the last one to close cleans up).
+    /// Not `immutable=1` or `nolock=1`: those read without locks and could see a half-written
+    /// commit of a writer that starts while we read.
+    ///
+    /// When `-wal` or `-shm` exists (an app has the store open, or left them), when the header
+    /// says rollback journal, or when we may not write the file or its folder, the read-only
+    /// connection is used: it creates nothing in the first two cases, and can't in the last.
+    private func openToCleanUp() throws -> Connection? {
+        var header = [UInt8](repeating: 0, count: 20)
+        let fd = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { return nil }
+        let count = header.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, 20) }
+        _ = Foundation.close(fd)
+        // "SQLite format 3\0", then the file format write and read versions at 18 and 19: 2 is WAL.
+        guard count == 20, header[0..<16].elementsEqual(Array("SQLite format 3".utf8) + [0]), header[18] == 2, header[19] == 2 else { return nil }
+        var info = stat()
+        for suffix in ["-wal", "-shm"] {
+            guard path.appending(suffix: suffix).withCString({ lstat($0, &info) }) != 0, errno == ENOENT else { return nil }
+        }
+        guard path.withCString({ access($0, W_OK) }) == 0, path.absolute.parent.withCString({ access($0, W_OK) }) == 0 else { return nil }
+        var configuration = Connection.Configuration()
+        configuration.createIfMissing = false
+        configuration.setsJournalMode = false
+        configuration.busyTimeout = .milliseconds(500)
+        let db: Connection
+        do {
+            db = try Connection(pathBytes: path.bytes, displayPath: path.description, configuration: configuration)
+        } catch {
+            return nil   // the read-only connection reports what is wrong
+        }
+        do {
+            try db.execute("PRAGMA query_only = ON")
+        } catch {
+            db.close()
+            throw error
+        }
+        return db
+    }
+
     /// The store's metadata (one read transaction).
     public func metadata() throws(InspectionError) -> StoreMetadata {
         let metadata = try read { try StoreCoordinator.readMetadata($0) }
         guard metadata.formatVersion <= StoreCoordinator.formatVersion else {
-            throw .unsupportedFormat(path: url.path, found: metadata.formatVersion, supported: StoreCoordinator.formatVersion)
+            throw .unsupportedFormat(path: path.description, found: metadata.formatVersion, supported: StoreCoordinator.formatVersion)
         }
         return metadata
     }
@@ -133,7 +225,7 @@ public struct StoreInspector: Sendable {
     public func model() throws(InspectionError) -> Model {
         let json = try read { db -> String in
             let statement = try db.prepare("SELECT model_json FROM strata_meta WHERE id = 1")
-            guard try statement.step() else { throw InspectionError.notAStrataStore(path: url.path) }
+            guard try statement.step() else { throw InspectionError.notAStrataStore(path: path.description) }
             return statement.string(at: 0)
         }
         do {
@@ -145,12 +237,14 @@ public struct StoreInspector: Sendable {
 
     /// What `strata store info` prints.
     public func info() throws(InspectionError) -> StoreInfo {
-        let path = url.path
-        func size(_ file: String) -> Int64? {
-            (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value
+        func size(_ file: FileSystemPath) -> Int64? {
+            var info = stat()
+            return file.withCString({ stat($0, &info) }) == 0 ? Int64(info.st_size) : nil
         }
-        // Sizes first: a read-only open of a WAL store nobody has open creates its -wal and -shm.
-        let files = StoreInfo.Files(database: size(path) ?? 0, wal: size(path + "-wal"), shm: size(path + "-shm"))
+        // Sizes first: the read below may create a -wal and -shm for its own use (and remove them again).
+        let files = StoreInfo.Files(database: size(self.path) ?? 0, wal: size(self.path.appending(suffix: "-wal")),
+                                    shm: size(self.path.appending(suffix: "-shm")))
+        let path = self.path.description
         let (metadata, journal, rows): (StoreMetadata, String, [String: Int64]) = try read { db in
             let metadata = try StoreCoordinator.readMetadata(db)
             var journal = "unknown"
@@ -174,9 +268,10 @@ public struct StoreInspector: Sendable {
             files: files)
     }
 
-    /// The store's caches (default folder unless `directory`).
+    /// The store's caches: in `directory` when given, else in ``cacheDirectory``, else in the
+    /// default folder beside the store.
     public func caches(directory: URL? = nil) -> SectionCacheStore {
-        SectionCacheStore(storeURL: url, directory: directory)
+        SectionCacheStore(storePath: path, directory: directory.map(FileSystemPath.init) ?? cacheDirectory)
     }
 
     /// Runs a cache's request against the store as it is now, from one read transaction: the

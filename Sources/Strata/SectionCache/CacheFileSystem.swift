@@ -14,6 +14,28 @@ public protocol CacheFileSystem: Sendable {
     func fsyncDirectory(_ path: String) throws
     func remove(_ path: String) throws
     func read(_ path: String) throws -> Data
+
+    // The same calls with the path's exact bytes (a Linux file name need not be UTF-8).
+    // ``SectionCacheStore`` calls only these. Default: the `String` call, when the path is UTF-8;
+    // otherwise `EILSEQ`, never another file.
+    func create(at path: FileSystemPath, mode: mode_t) throws -> Int32
+    func rename(at from: FileSystemPath, to: FileSystemPath) throws
+    func fsyncDirectory(at path: FileSystemPath) throws
+    func remove(at path: FileSystemPath) throws
+    func read(at path: FileSystemPath) throws -> Data
+}
+
+extension CacheFileSystem {
+    private func string(_ path: FileSystemPath, _ operation: String) throws -> String {
+        guard let string = path.string else { throw CacheFileError(operation: operation, path: path.description, code: EILSEQ) }
+        return string
+    }
+
+    public func create(at path: FileSystemPath, mode: mode_t) throws -> Int32 { try create(string(path, "open"), mode: mode) }
+    public func rename(at from: FileSystemPath, to: FileSystemPath) throws { try rename(string(from, "rename"), string(to, "rename")) }
+    public func fsyncDirectory(at path: FileSystemPath) throws { try fsyncDirectory(string(path, "open")) }
+    public func remove(at path: FileSystemPath) throws { try remove(string(path, "unlink")) }
+    public func read(at path: FileSystemPath) throws -> Data { try read(string(path, "open")) }
 }
 
 /// A file operation that failed: the call, the path and `errno`.
@@ -24,16 +46,23 @@ public struct CacheFileError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String { "\(operation) \(path): \(String(cString: strerror(code))) (errno \(code))" }
 }
 
-/// The real file system.
+/// The real file system: each path reaches the C call byte for byte.
 public struct POSIXCacheFileSystem: CacheFileSystem {
     public init() {}
 
-    private func fail(_ operation: String, _ path: String) -> CacheFileError {
-        CacheFileError(operation: operation, path: path, code: errno)
+    private func fail(_ operation: String, _ path: FileSystemPath) -> CacheFileError {
+        let code = errno
+        return CacheFileError(operation: operation, path: path.description, code: code)
     }
 
-    public func create(_ path: String, mode: mode_t) throws -> Int32 {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+    public func create(_ path: String, mode: mode_t) throws -> Int32 { try create(at: FileSystemPath(path), mode: mode) }
+    public func rename(_ from: String, _ to: String) throws { try rename(at: FileSystemPath(from), to: FileSystemPath(to)) }
+    public func fsyncDirectory(_ path: String) throws { try fsyncDirectory(at: FileSystemPath(path)) }
+    public func remove(_ path: String) throws { try remove(at: FileSystemPath(path)) }
+    public func read(_ path: String) throws -> Data { try read(at: FileSystemPath(path)) }
+
+    public func create(at path: FileSystemPath, mode: mode_t) throws -> Int32 {
+        let fd = path.withCString { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
         guard fd >= 0 else { throw fail("open", path) }
         return fd
     }
@@ -44,40 +73,43 @@ public struct POSIXCacheFileSystem: CacheFileSystem {
             let n = Foundation.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw fail("write", "fd \(fd)")
+                throw CacheFileError(operation: "write", path: "fd \(fd)", code: errno)
             }
             offset += n
         }
     }
 
     public func fsync(_ fd: Int32) throws {
-        guard Foundation.fsync(fd) == 0 else { throw fail("fsync", "fd \(fd)") }
+        guard Foundation.fsync(fd) == 0 else { throw CacheFileError(operation: "fsync", path: "fd \(fd)", code: errno) }
     }
 
     public func close(_ fd: Int32) { _ = Foundation.close(fd) }
 
-    public func rename(_ from: String, _ to: String) throws {
-        guard Foundation.rename(from, to) == 0 else { throw fail("rename", "\(from) → \(to)") }
+    public func rename(at from: FileSystemPath, to: FileSystemPath) throws {
+        guard from.withCString({ from in to.withCString { Foundation.rename(from, $0) } }) == 0 else {
+            let code = errno
+            throw CacheFileError(operation: "rename", path: "\(from) → \(to)", code: code)
+        }
     }
 
-    public func fsyncDirectory(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    public func fsyncDirectory(at path: FileSystemPath) throws {
+        let fd = path.withCString { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { throw fail("open", path) }
         defer { _ = Foundation.close(fd) }
         guard Foundation.fsync(fd) == 0 else { throw fail("fsync", path) }
     }
 
-    public func remove(_ path: String) throws {
-        guard unlink(path) == 0 || errno == ENOENT else { throw fail("unlink", path) }
+    public func remove(at path: FileSystemPath) throws {
+        guard path.withCString({ unlink($0) }) == 0 || errno == ENOENT else { throw fail("unlink", path) }
     }
 
-    public func read(_ path: String) throws -> Data {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    public func read(at path: FileSystemPath) throws -> Data {
+        let fd = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { throw fail("open", path) }
         defer { _ = Foundation.close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw fail("fstat", path) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { throw CacheFileError(operation: "read", path: path, code: EISDIR) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw CacheFileError(operation: "read", path: path.description, code: EISDIR) }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {

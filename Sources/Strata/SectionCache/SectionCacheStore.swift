@@ -11,6 +11,9 @@ public enum SectionCacheError: Error, Sendable, Equatable, CustomStringConvertib
     /// The cache folder exists but is not a folder.
     case notADirectory(path: String)
     case noSuchCache(name: String)
+    /// A cache's file name holds something other than a regular file (a folder, a symbolic link,
+    /// …): refused, so that nothing but a cache file is removed.
+    case notAFile(name: String, path: String)
     case io(CacheFileError)
 
     public var description: String {
@@ -19,6 +22,7 @@ public enum SectionCacheError: Error, Sendable, Equatable, CustomStringConvertib
         case .directoryIsSymlink(let path): "the cache folder \(path) is a symbolic link; refusing to follow it"
         case .notADirectory(let path): "the cache folder \(path) is not a folder"
         case .noSuchCache(let name): "no cache named \(name.debugDescription)"
+        case let .notAFile(name, path): "cache \(name.debugDescription) is not a regular file: \(path)"
         case .io(let error): "\(error)"
         }
     }
@@ -38,13 +42,27 @@ public struct SectionCacheStore: Sendable {
     static let temporaryPrefix = ".tmp-"
     static let logger = Logger(label: "strata.cache")
 
+    /// The store file (see ``storePath`` for a path that is not UTF-8).
     public let storeURL: URL
+    /// The cache folder (see ``directoryPath`` for a path that is not UTF-8).
     public let directory: URL
+    /// The store file's exact path: every file call of this type uses these bytes.
+    public let storePath: FileSystemPath
+    /// The cache folder's exact path.
+    public let directoryPath: FileSystemPath
     let fileSystem: any CacheFileSystem
 
     public init(storeURL: URL, directory: URL? = nil, fileSystem: any CacheFileSystem = POSIXCacheFileSystem()) {
-        self.storeURL = storeURL
-        self.directory = directory ?? URL(fileURLWithPath: storeURL.path + ".caches", isDirectory: true)
+        self.init(storePath: FileSystemPath(storeURL), directory: directory.map(FileSystemPath.init), fileSystem: fileSystem)
+    }
+
+    /// The caches of the store at `storePath`, in `directory` (default: `<store>.caches` beside
+    /// it); both paths reach the file system byte for byte.
+    public init(storePath: FileSystemPath, directory: FileSystemPath? = nil, fileSystem: any CacheFileSystem = POSIXCacheFileSystem()) {
+        self.storePath = storePath
+        directoryPath = directory ?? storePath.appending(suffix: ".caches")
+        storeURL = storePath.url
+        self.directory = URL(fileURLWithPath: String(decoding: directoryPath.bytes, as: UTF8.self), isDirectory: true)
         self.fileSystem = fileSystem
     }
 
@@ -99,47 +117,71 @@ public struct SectionCacheStore: Sendable {
         directory.appendingPathComponent(try SectionCacheStore.fileName(forCacheNamed: name), isDirectory: false)
     }
 
+    /// The exact path of cache `name`'s file.
+    public func path(forCacheNamed name: String) throws(SectionCacheError) -> FileSystemPath {
+        directoryPath.appending(component: try SectionCacheStore.fileName(forCacheNamed: name))
+    }
+
     // MARK: The folder
 
     /// The folder's path, checked: not a symlink, a folder; created when `create`, with the
     /// permissions of the folder that holds the store.
-    func checkedDirectory(create: Bool) throws(SectionCacheError) -> String? {
-        let path = directory.path
+    func checkedDirectory(create: Bool) throws(SectionCacheError) -> FileSystemPath? {
+        let path = directoryPath
         var info = stat()
-        if lstat(path, &info) != 0 {
-            guard errno == ENOENT else { throw .io(CacheFileError(operation: "lstat", path: path, code: errno)) }
+        if path.withCString({ lstat($0, &info) }) != 0 {
+            let code = errno
+            guard code == ENOENT else { throw .io(CacheFileError(operation: "lstat", path: path.description, code: code)) }
             guard create else { return nil }
             var parent = stat()
-            let mode: mode_t = stat(storeURL.deletingLastPathComponent().path, &parent) == 0 ? parent.st_mode & 0o777 : 0o755
-            if mkdir(path, mode) != 0, errno != EEXIST { throw .io(CacheFileError(operation: "mkdir", path: path, code: errno)) }
+            let mode: mode_t = storePath.parent.withCString { stat($0, &parent) } == 0 ? parent.st_mode & 0o777 : 0o755
+            if path.withCString({ mkdir($0, mode) }) != 0 {
+                let code = errno
+                if code != EEXIST { throw .io(CacheFileError(operation: "mkdir", path: path.description, code: code)) }
+            }
             return path
         }
-        if (info.st_mode & S_IFMT) == S_IFLNK { throw .directoryIsSymlink(path: path) }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else { throw .notADirectory(path: path) }
+        if (info.st_mode & S_IFMT) == S_IFLNK { throw .directoryIsSymlink(path: path.description) }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { throw .notADirectory(path: path.description) }
         return path
     }
 
     /// The names of every cache in the folder, sorted.
     public func cacheNames() throws(SectionCacheError) -> [String] {
         guard let path = try checkedDirectory(create: false) else { return [] }
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-        return files.compactMap(SectionCacheStore.cacheName(fromFileName:)).sorted()
+        return (SectionCacheStore.fileNames(in: path) ?? []).compactMap(SectionCacheStore.cacheName(fromFileName:)).sorted()
+    }
+
+    /// The names in folder `path` that are valid UTF-8 (every name Strata writes is ASCII), listed
+    /// with `opendir`/`readdir` on the path's bytes (FileManager on Linux takes a `String` path and
+    /// repairs names that are not UTF-8). `nil` when the folder can't be read.
+    static func fileNames(in path: FileSystemPath) -> [String]? {
+        guard let folder = path.withCString({ opendir($0) }) else { return nil }
+        defer { closedir(folder) }
+        var names: [String] = []
+        while let entry = readdir(folder) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(validating: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if let name, name != ".", name != ".." { names.append(name) }
+        }
+        return names
     }
 
     // MARK: Reading
 
     /// The bytes of cache `name`; `.missing`, `.notAFile` or `.unreadable` when there are none to read.
     public func read(named name: String) throws(SectionCacheRejection) -> Data {
-        guard let url = try? url(forCacheNamed: name) else { throw .missing }
+        guard let path = try? path(forCacheNamed: name) else { throw .missing }
         // The same folder checks as writing: a symlinked folder is not followed.
-        let folder: String?
+        let folder: FileSystemPath?
         do { folder = try checkedDirectory(create: false) } catch { throw .unreadable }
         guard folder != nil else { throw .missing }
         var info = stat()
-        guard lstat(url.path, &info) == 0 else { throw errno == ENOENT ? .missing : .unreadable }
+        guard path.withCString({ lstat($0, &info) }) == 0 else { throw errno == ENOENT ? .missing : .unreadable }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notAFile }
         do {
-            return try fileSystem.read(url.path)
+            return try fileSystem.read(at: path)
         } catch {
             throw .unreadable
         }
@@ -162,10 +204,10 @@ public struct SectionCacheStore: Sendable {
     public func write(_ data: Data, named name: String) throws(SectionCacheError) {
         let finalName = try SectionCacheStore.fileName(forCacheNamed: name)
         guard let folder = try checkedDirectory(create: true) else { return }
-        let final = folder + "/" + finalName
-        let temporary = folder + "/" + SectionCacheStore.temporaryPrefix + UUID().uuidString.prefix(8) + "-" + finalName
+        let final = folder.appending(component: finalName)
+        let temporary = folder.appending(component: SectionCacheStore.temporaryPrefix + UUID().uuidString.prefix(8) + "-" + finalName)
         do {
-            let fd = try fileSystem.create(temporary, mode: storeFileMode)
+            let fd = try fileSystem.create(at: temporary, mode: storeFileMode)
             KillPoint.hit("cache.tmp.created")
             do {
                 try data.withUnsafeBytes { bytes in
@@ -182,24 +224,24 @@ public struct SectionCacheStore: Sendable {
                 fileSystem.close(fd)
                 throw error
             }
-            try fileSystem.rename(temporary, final)
+            try fileSystem.rename(at: temporary, to: final)
             KillPoint.hit("cache.renamed")
-            try fileSystem.fsyncDirectory(folder)
+            try fileSystem.fsyncDirectory(at: folder)
             KillPoint.hit("cache.dir.fsynced")
         } catch let error as CacheFileError {
             // Not logged here: the caller gets the error (a coordinator's scheduled writes log it).
-            try? fileSystem.remove(temporary)
+            try? fileSystem.remove(at: temporary)
             throw .io(error)
         } catch {
-            try? fileSystem.remove(temporary)
-            throw .io(CacheFileError(operation: "write", path: temporary, code: EIO))
+            try? fileSystem.remove(at: temporary)
+            throw .io(CacheFileError(operation: "write", path: temporary.description, code: EIO))
         }
     }
 
     /// The store file's permission bits (0o644 when it can't be read), for cache files.
     private var storeFileMode: mode_t {
         var info = stat()
-        guard stat(storeURL.path, &info) == 0 else { return 0o644 }
+        guard storePath.withCString({ stat($0, &info) }) == 0 else { return 0o644 }
         return info.st_mode & 0o777
     }
 
@@ -209,16 +251,16 @@ public struct SectionCacheStore: Sendable {
     /// its controllers rebuild the cache at their next fetch.
     @discardableResult
     public func deleteCache(named name: String) throws(SectionCacheError) -> Bool {
-        let url = try url(forCacheNamed: name)
+        let path = try path(forCacheNamed: name)
         guard try checkedDirectory(create: false) != nil else { return false }
         var info = stat()
-        guard lstat(url.path, &info) == 0 else { return false }
+        guard path.withCString({ lstat($0, &info) }) == 0 else { return false }
         do {
-            try fileSystem.remove(url.path)
+            try fileSystem.remove(at: path)
         } catch let error as CacheFileError {
             throw .io(error)
         } catch {
-            throw .io(CacheFileError(operation: "unlink", path: url.path, code: EIO))
+            throw .io(CacheFileError(operation: "unlink", path: path.description, code: EIO))
         }
         return true
     }
@@ -235,12 +277,11 @@ public struct SectionCacheStore: Sendable {
     /// Removes temporary files a crash left in the folder; returns how many.
     @discardableResult
     public func removeTemporaryFiles() -> Int {
-        guard let folder = try? checkedDirectory(create: false),
-              let files = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
+        guard let folder = try? checkedDirectory(create: false), let files = SectionCacheStore.fileNames(in: folder) else { return 0 }
         KillPoint.hit("cache.cleanup.begin")
         var removed = 0
         for file in files where file.hasPrefix(SectionCacheStore.temporaryPrefix) {
-            if (try? fileSystem.remove(folder + "/" + file)) != nil {
+            if (try? fileSystem.remove(at: folder.appending(component: file))) != nil {
                 removed += 1
                 KillPoint.hit("cache.cleanup.removed")
             }

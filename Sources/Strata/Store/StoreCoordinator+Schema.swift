@@ -26,16 +26,21 @@ extension StoreCoordinator {
     /// Opens `path` read-write (never creating it) and reads once, so that SQLite rolls back a
     /// hot journal left by a crash.
     static func recoverHotJournal(path: String) throws {
+        try recoverHotJournal(at: FileSystemPath(path))
+    }
+
+    /// ``recoverHotJournal(path:)`` for a path given as its exact bytes.
+    static func recoverHotJournal(at path: FileSystemPath) throws {
         var configuration = Connection.Configuration()
         configuration.createIfMissing = false
         // Keep the store's journal mode: a hot rollback journal means a rollback-journal store.
-        configuration.journalMode = FileManager.default.fileExists(atPath: path + "-journal") ? .delete : .wal
+        configuration.journalMode = path.appending(suffix: "-journal").withCString({ access($0, F_OK) }) == 0 ? .delete : .wal
         do {
-            let db = try Connection(path: path, configuration: configuration)
+            let db = try Connection(pathBytes: path.bytes, displayPath: path.description, configuration: configuration)
             defer { db.close() }
             try db.prepare("SELECT count(*) FROM sqlite_master").forEachRow { _ in }
         } catch let error as SQLiteError {
-            if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path) }
+            if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path.description) }
             throw StoreError.sqlite(error)
         }
     }
