@@ -30,7 +30,8 @@ import Testing
         #expect(statistics.executions(startingWith: "BEGIN IMMEDIATE") == 1)
         #expect(statistics.executions(of: .update, entity: "Good") == 0)      // strata_meta and strata_entity only
         #expect(statistics.executions(of: .select) == 0)
-        #expect(statistics.executions(of: .other) == 0)
+        #expect(statistics.executions(of: .other) == 1)                       // PRAGMA data_version
+        #expect(statistics.executions(startingWith: "PRAGMA data_version") == 1)
         #expect(statistics.executions() == statistics.totalExecuted)
         #expect(statistics.rowsRead(of: .update) == 1)                        // the generation bump's RETURNING
         #expect(statistics.statements.allSatisfy { $0.prepared <= $0.executed })
