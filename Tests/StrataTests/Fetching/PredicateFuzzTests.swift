@@ -277,7 +277,7 @@ import StrataTestSupport
         // Both outcomes are exercised: the corpus mutations parse often, random strings mostly don't.
         #expect(tally.parsed >= count / 20)
         #expect(tally.rejected >= count / 4)
-        #expect(tally.slowest.seconds < 1, "slowest input: \(tally.slowest.input.debugDescription)")
+        #expect(tally.slowest.seconds < 1 * Self.timeScale, "slowest input: \(tally.slowest.input.debugDescription)")
         for (kind, entry) in tally.problems.sorted(by: { $0.key < $1.key }) {
             let examples = entry.examples.joined(separator: "\n  ")
             Issue.record("\(entry.count)× \(kind) (seed \(seed)), e.g.:\n  \(examples)")
@@ -290,6 +290,10 @@ import StrataTestSupport
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
+    /// Multiplies the time limits below: `STRATA_TIME_SCALE` (default 1). The sanitizer runs in CI
+    /// set it, as their builds run many times slower; the limits catch blow-ups, not constant factors.
+    static let timeScale = ProcessInfo.processInfo.environment["STRATA_TIME_SCALE"].flatMap { Double($0) } ?? 1
+
     @Test func hundredThousandOpenParenthesesFailFast() throws {
         let clock = ContinuousClock()
         var error: ConditionParseError?
@@ -298,7 +302,7 @@ import StrataTestSupport
         }
         #expect(error?.message == "nesting deeper than 100 levels")
         #expect(error?.column == 101)
-        #expect(Self.seconds(elapsed) < 5, "\(elapsed)")
+        #expect(Self.seconds(elapsed) < 5 * Self.timeScale, "\(elapsed)")
     }
 
     @Test func tenThousandNotsFailFast() throws {
@@ -309,7 +313,7 @@ import StrataTestSupport
         }
         #expect(error?.message == "nesting deeper than 100 levels")
         #expect(error?.column == 397)                  // at the 100th NOT
-        #expect(Self.seconds(elapsed) < 5, "\(elapsed)")
+        #expect(Self.seconds(elapsed) < 5 * Self.timeScale, "\(elapsed)")
         // Mixed nesting counts the same way.
         let mixed = #expect(throws: ConditionParseError.self) { try Condition(String(repeating: "!(", count: 10_000) + "a == 1") }
         #expect(mixed?.message == "nesting deeper than 100 levels")
@@ -326,7 +330,7 @@ import StrataTestSupport
         #expect(condition == .comparison(Comparison(.keyPath("name"), .equal, .constant(.string(value)))))
         if let condition {
             let roundTrip = clock.measure { #expect((try? Condition(condition.description)) == condition) }
-            #expect(Self.seconds(parse) + Self.seconds(roundTrip) < 15, "parse \(parse), round trip \(roundTrip)")
+            #expect(Self.seconds(parse) + Self.seconds(roundTrip) < 15 * Self.timeScale, "parse \(parse), round trip \(roundTrip)")
         }
         // Unterminated: the error points at the quote and the excerpt stays short.
         let error = #expect(throws: ConditionParseError.self) { try Condition("name == \"" + literal) }
@@ -357,7 +361,7 @@ import StrataTestSupport
             let elapsed = clock.measure {
                 guard (try? Condition(PredicateFuzzTests.chain(50_000))) != nil else { exit(2) }
             }
-            if PredicateFuzzTests.seconds(elapsed) > 20 { exit(3) }
+            if PredicateFuzzTests.seconds(elapsed) > 20 * PredicateFuzzTests.timeScale { exit(3) }
         }
     }
 
