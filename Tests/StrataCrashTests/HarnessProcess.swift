@@ -118,27 +118,56 @@ enum HarnessProcess {
     }
 
     /// A started harness.
+    ///
+    /// Every descriptor it opens is closed on every path: the two pipes' read ends after the
+    /// output is read (``wait(deadline:)``, also after a kill or at the deadline), all four ends when
+    /// the launch fails, and in `deinit` when nobody waited. The write ends are closed in this
+    /// process by `Process.run()` once the child has them; closing them again does nothing.
+    /// (Before, nothing closed the read ends: Foundation's `Process` keeps itself, and with it its
+    /// pipes, alive until `waitUntilExit()`, which the suite never called, so every launch left
+    /// two descriptors open until a long soak reached the descriptor limit, where `Pipe()` hands
+    /// out descriptor -1 and every later launch failed with `EBADF`.)
     final class Launched {
         let process = Process()
         private let out = Pipe()
         private let err = Pipe()
         private let exited = DispatchSemaphore(value: 0)
         let started = ContinuousClock.now
+        /// Set by ``wait(deadline:)``: the process was reaped and the pipes closed.
+        private var collected = false
 
-        init(arguments: [String], killPoint: String?) throws {
-            guard let executable = HarnessProcess.executable else { throw NotFound() }
-            process.executableURL = executable
-            process.arguments = arguments
-            var environment = ProcessInfo.processInfo.environment
-            environment.removeValue(forKey: "STRATA_KILL_POINT")
-            if let killPoint { environment["STRATA_KILL_POINT"] = killPoint }
-            process.environment = environment
-            process.standardOutput = out
-            process.standardError = err
-            process.standardInput = FileHandle.nullDevice
-            let exited = exited
-            process.terminationHandler = { _ in exited.signal() }
-            try process.run()
+        /// Starts `executable` (the harness unless a test names another) with `arguments`.
+        init(arguments: [String], killPoint: String?, executable: URL? = HarnessProcess.executable) throws {
+            do {
+                guard let executable else { throw NotFound() }
+                process.executableURL = executable
+                process.arguments = arguments
+                var environment = ProcessInfo.processInfo.environment
+                environment.removeValue(forKey: "STRATA_KILL_POINT")
+                if let killPoint { environment["STRATA_KILL_POINT"] = killPoint }
+                process.environment = environment
+                process.standardOutput = out
+                process.standardError = err
+                process.standardInput = FileHandle.nullDevice
+                let exited = exited
+                process.terminationHandler = { _ in exited.signal() }
+                try process.run()
+            } catch {
+                collected = true            // nothing to wait for
+                closePipes()
+                throw error
+            }
+        }
+
+        deinit {
+            // Launched and dropped without a wait (a test that threw in between): no child
+            // outlives it and no descriptor stays open.
+            if !collected {
+                kill()
+                exited.wait()
+                process.waitUntilExit()
+            }
+            closePipes()
         }
 
         var pid: Int32 { process.processIdentifier }
@@ -150,7 +179,14 @@ enum HarnessProcess {
             _ = Foundation.kill(pid, SIGKILL)
         }
 
-        /// Waits for the end (killing it at `deadline`) and collects its output.
+        /// Closes both ends of both pipes (an end already closed is left alone).
+        private func closePipes() {
+            for handle in [out.fileHandleForReading, out.fileHandleForWriting, err.fileHandleForReading, err.fileHandleForWriting] {
+                try? handle.close()
+            }
+        }
+
+        /// Waits for the end (killing it at `deadline`), collects its output and closes the pipes.
         func wait(deadline: Duration = .seconds(60)) -> HarnessRun {
             var hung = false
             if exited.wait(timeout: .now() + .milliseconds(Int(deadline.components.seconds * 1000))) == .timedOut {
@@ -161,6 +197,11 @@ enum HarnessProcess {
             let duration = ContinuousClock.now - started
             let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            closePipes()
+            // The child has been reaped (the termination handler ran), so this returns at once;
+            // it drops the run-loop source through which the Process retains itself.
+            process.waitUntilExit()
+            collected = true
             let ending: HarnessRun.Ending
             if hung {
                 ending = .hung

@@ -33,6 +33,17 @@ public final class TemporaryDirectory: Sendable {
         owned = false
     }
 
+    /// A fresh folder in memory (`/dev/shm`, where `fsync` costs nothing) when there is one, else
+    /// under the system temp directory: for tests that open files many times and do not test
+    /// durability.
+    public init(inMemory label: String) {
+        let shm = "/dev/shm"
+        let parent = FileManager.default.isWritableFile(atPath: shm) ? URL(fileURLWithPath: shm, isDirectory: true)
+                                                                       : FileManager.default.temporaryDirectory
+        url = parent.appendingPathComponent("\(label)-\(UUID().uuidString)", isDirectory: true)
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
     /// A path inside the folder.
     public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
 

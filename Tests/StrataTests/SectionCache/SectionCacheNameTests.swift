@@ -6,7 +6,8 @@ import StrataTestSupport
 /// Cache names and the cache folder: which names are refused, how the others map to file names
 /// inside the folder and back, a symlinked folder, deleting caches and stray temporary files.
 @Suite struct SectionCacheNameTests {
-    static let file = SectionCacheFaultTests.sample(keys: 10, generation: 1)
+    /// Computed, not stored: see ``SectionCacheFaultTests/old``.
+    static var file: SectionCacheFile { SectionCacheFaultTests.sample(keys: 10, generation: 1) }
 
     struct Folder {
         let directory = TemporaryDirectory("strata-cache-names")

@@ -1,6 +1,5 @@
 internal import Foundation
 internal import StrataSQLite
-internal import Synchronization
 
 /// The string operators, implemented once. SQL calls them through functions registered on the
 /// store connection (`strata_fold`, `strata_match`), memory calls them directly, so the two back
@@ -110,9 +109,11 @@ enum StringMatching {
 /// Keyed by the pattern's UTF-8 bytes, not by `String`: Swift strings compare by canonical
 /// equivalence, so `é` and `e` + U+0301 would share one compiled expression, and a decomposed
 /// pattern does not match a precomposed string. Matching runs under the cache's lock, because
-/// the thread-safety of a shared `NSRegularExpression` is not documented on Linux.
+/// the thread-safety of a shared `NSRegularExpression` is not documented on Linux. The lock is
+/// ``Locked`` (an `NSLock`), not `Synchronization.Mutex`, which ThreadSanitizer cannot see: with a
+/// Mutex, every match from two threads in turn was reported as a race.
 enum RegexCache {
-    private static let cache = Mutex<[[UInt8]: NSRegularExpression?]>([:])
+    private static let cache = Locked<[[UInt8]: NSRegularExpression?]>([:])
 
     private static func compiled(_ cache: inout [[UInt8]: NSRegularExpression?], _ pattern: String,
                                  _ options: Comparison.Options) -> NSRegularExpression? {
