@@ -42,6 +42,7 @@ public final class TemporaryDirectory: Sendable {
                                                                        : FileManager.default.temporaryDirectory
         url = parent.appendingPathComponent("\(label)-\(UUID().uuidString)", isDirectory: true)
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        owned = true
     }
 
     /// A path inside the folder.
