@@ -172,21 +172,17 @@ extension FetchedResultsController {
                     return comparison < 0 || (comparison == 0 && other < entry.key)
                 }
             }
-        } catch let vanished as VanishedRow where !candidates.contains(vanished.key) {
-            // A listed row another process deleted, not yet processed here (its news comes with
-            // processExternalChanges): the row is gone, so it leaves the list now, as a delete.
-            self.rows = before
-            self.locations = FetchedResultsController.locations(of: before)
-            return try follow(candidates.union([vanished.key]), own, plan)
-        } catch is VanishedRow {
-            self.rows = before
-            self.locations = FetchedResultsController.locations(of: before)
-            throw FetchedResultsError.trackingFailed(reason: "a row of \(plan.info.name) vanished while being placed")
         } catch {
             // Put the last good layout back; the next change re-runs the request.
             self.rows = before
             self.locations = FetchedResultsController.locations(of: before)
-            throw error
+            guard let vanished = error as? VanishedRow else { throw error }
+            // A listed row another process deleted, not yet processed here (its news comes with
+            // processExternalChanges): the row is gone, so it leaves the list now, as a delete.
+            guard !candidates.contains(vanished.key) else {
+                throw FetchedResultsError.trackingFailed(reason: "a row of \(plan.info.name) vanished while being placed")
+            }
+            return try follow(candidates.union([vanished.key]), own, plan)
         }
         let afterOffsets = FetchedResultsController.offsets(rows)
         for index in tracked.indices {

@@ -12,9 +12,10 @@ internal import StrataSQLite
 /// let coordinator = try StoreCoordinator(model: model, url: URL(filePath: "/tmp/goods.sqlite"))
 /// let context = coordinator.newContext()
 /// ```
-// @unchecked because: `connection`, `reservedKeys`, `refreshModelJSON`, `knownDataVersion` and
-// `knownEntityGenerations` are touched only inside `lock.withLock` (here and in
-// StoreCoordinator+Commit.swift, through `withConnection`); everything else is immutable after init.
+// `connection`, `reservedKeys`, `refreshModelJSON`, `knownDataVersion` and `knownEntityGenerations`
+// are touched only inside `lock.withLock` (here and in StoreCoordinator+Commit.swift, through
+// `withConnection`); everything else is immutable after init.
+// @unchecked Sendable because every mutable property is guarded by `lock`, as listed above.
 public final class StoreCoordinator: @unchecked Sendable {
     /// The store format this Strata writes and reads.
     public static let formatVersion = 1
