@@ -30,9 +30,14 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
+        // Strata's page-checksum VFS shim (C: it runs on every page SQLite reads or writes).
+        .target(
+            name: "CStrataVFS",
+            dependencies: ["CSQLite"]
+        ),
         .target(
             name: "StrataSQLite",
-            dependencies: ["CSQLite"],
+            dependencies: ["CSQLite", "CStrataVFS"],
             swiftSettings: strictSettings
         ),
         .target(

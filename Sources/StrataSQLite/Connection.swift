@@ -1,4 +1,5 @@
 internal import CSQLite
+internal import CStrataVFS
 internal import Foundation
 
 /// A connection to one SQLite database: a file or memory.
@@ -40,6 +41,12 @@ public final class Connection {
         public var cacheSizeKiB: Int? = nil
         /// Whether errors may print statement arguments. Off by default: arguments hold user data.
         public var publicStatementArguments = false
+        /// Whether a database file this connection creates gets page checksums (on by default):
+        /// 8 reserved bytes at the end of every page hold a checksum that Strata's VFS shim
+        /// writes with the page and verifies when it reads it. A mismatch is an error whose
+        /// ``SQLiteError/corruptPage`` names the page. An existing file keeps what it has: its
+        /// checksums are verified and maintained whatever this says.
+        public var pageChecksums = true
 
         public init() {}
     }
@@ -75,9 +82,13 @@ public final class Connection {
             flags |= SQLITE_OPEN_READWRITE
             if configuration.createIfMissing { flags |= SQLITE_OPEN_CREATE }
         }
+        let registered = strata_vfs_register()
+        guard registered == SQLITE_OK else {
+            throw SQLiteError(code: ResultCode(rawValue: registered), message: "cannot register Strata's checksum VFS")
+        }
         var db: OpaquePointer?
         let code = (pathBytes + [0]).withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { sqlite3_open_v2($0.baseAddress, &db, flags, nil) }
+            bytes.withMemoryRebound(to: CChar.self) { sqlite3_open_v2($0.baseAddress, &db, flags, STRATA_VFS_NAME) }
         }
         guard code == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
@@ -90,6 +101,9 @@ public final class Connection {
             + configuration.busyTimeout.components.attoseconds / 1_000_000_000_000_000
         sqlite3_busy_timeout(db, Int32(clamping: milliseconds))
         do {
+            if configuration.pageChecksums && !configuration.readOnly && path != ":memory:" {
+                try reservePageChecksumsIfNew()
+            }
             if !configuration.readOnly && configuration.setsJournalMode && path != ":memory:" {
                 _ = try pragma("journal_mode", set: configuration.journalMode.rawValue)
             }
@@ -99,6 +113,28 @@ public final class Connection {
             close()
             throw error
         }
+    }
+
+    /// Gives a database file that has no page yet the reserve and the application id of a
+    /// checksummed store, before anything (the journal mode) writes its first page.
+    private func reservePageChecksumsIfNew() throws {
+        var pages: Int64 = 0
+        try prepare("PRAGMA page_count").forEachRow { pages = $0.int64(at: 0) }
+        guard pages == 0 else { return }
+        var reserve = Int32(STRATA_CHECKSUM_RESERVE)
+        let code = sqlite3_file_control(liveHandle, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve)
+        guard code == SQLITE_OK else { throw error(code: code, sql: nil) }
+        try execute("PRAGMA application_id = \(STRATA_CHECKSUM_APPLICATION_ID)")
+    }
+
+    /// The page-checksum state of the main database file.
+    public var pageChecksumState: PageChecksumState {
+        var state = StrataPageState()
+        guard sqlite3_file_control(liveHandle, "main", STRATA_FCNTL_PAGE_STATE, &state) == SQLITE_OK else {
+            return PageChecksumState(checksummed: false, pageSize: 0, faults: 0, lastFaultPage: nil)
+        }
+        return PageChecksumState(checksummed: state.checksummed != 0, pageSize: Int(state.pageSize), faults: Int(state.faults),
+                                 lastFaultPage: state.lastFaultPage > 0 ? Int(state.lastFaultPage) : nil)
     }
 
     /// Opens a private in-memory database.
@@ -221,12 +257,17 @@ public final class Connection {
     }
 
     func error(code: Int32, sql: String?, arguments: [SQLiteValue] = []) -> SQLiteError {
-        SQLiteError(
-            code: ResultCode(rawValue: sqlite3_extended_errcode(liveHandle)).rawValue == 0
-                ? ResultCode(rawValue: code) : ResultCode(rawValue: sqlite3_extended_errcode(liveHandle)),
+        let extended = sqlite3_extended_errcode(liveHandle)
+        var error = SQLiteError(
+            code: extended == 0 ? ResultCode(rawValue: code) : ResultCode(rawValue: extended),
             message: String(cString: sqlite3_errmsg(liveHandle)),
             sql: sql, arguments: arguments,
             argumentsArePublic: configuration.publicStatementArguments)
+        if error.code.rawValue == 10 | (32 << 8), let page = pageChecksumState.lastFaultPage {
+            error.corruptPage = page
+            error.message = "page \(page) of \(path) fails its checksum"
+        }
+        return error
     }
 }
 

@@ -14,6 +14,9 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     public var arguments: [SQLiteValue]
     /// Whether ``description`` may print ``arguments``.
     public var argumentsArePublic: Bool
+    /// The page (1-based) whose checksum failed, when ``code`` is `SQLITE_IOERR_DATA` from
+    /// Strata's checksum VFS: the bytes were never handed to SQLite.
+    public var corruptPage: Int?
 
     public init(
         code: ResultCode, message: String, sql: String? = nil,
