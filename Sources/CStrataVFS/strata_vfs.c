@@ -29,6 +29,7 @@ struct StrataFile {
     const char *name;
     int isWAL;
     int checksummed;             // main: learned from the header; WAL: read from the partner
+    int forced;                  // main: opened with the URI parameter strata_checksums=1
     int pageSize;                // main: learned from the header
     int inCheckpoint;
     StrataFile *partner;         // main <-> WAL of the same connection
@@ -103,7 +104,7 @@ static void learnHeader(StrataFile *file, const unsigned char *header, int amoun
     if (amount < 100 || memcmp(header, "SQLite format 3", 16) != 0) return;
     int pageSize = (header[16] << 8) | (header[17] << 16);
     if (isPageSize(pageSize)) file->pageSize = pageSize;
-    file->checksummed = header[20] == STRATA_CHECKSUM_RESERVE
+    file->checksummed = file->forced || header[20] == STRATA_CHECKSUM_RESERVE
         || readBE32(header + 68) == (uint32_t)STRATA_CHECKSUM_APPLICATION_ID;
 }
 
@@ -236,11 +237,6 @@ static int strataWrite(sqlite3_file *handle, const void *buffer, int amount, sql
         }
         return file->real->pMethods->xWrite(file->real, buffer, amount, offset);
     }
-    if (!checksummed(file)) {
-        int rc = flushPendingHeader(file);
-        if (rc != SQLITE_OK) return rc;
-        return file->real->pMethods->xWrite(file->real, buffer, amount, offset);
-    }
     if (amount == 24 && offset >= 32) {
         int rc = flushPendingHeader(file);
         if (rc != SQLITE_OK) return rc;
@@ -250,16 +246,15 @@ static int strataWrite(sqlite3_file *handle, const void *buffer, int amount, sql
         return SQLITE_OK;
     }
     if (isPageSize(amount)) {
-        // Page 1 written to the WAL: learn the header it carries (a new store's first pages
-        // reach the WAL before the database file has a header).
-        if (file->hasPendingHeader && file->pendingOffset + 24 == offset && readBE32(file->pendingHeader) == 1
-            && file->partner != NULL) {
-            learnHeader(file->partner, bytes, amount);
-        }
-        strata_page_checksum(bytes, amount, bytes + amount - 8);
-        if (file->hasPendingHeader && file->pendingOffset + 24 == offset) {
-            int rc = resealFrameHeader(file, bytes, amount);
-            if (rc != SQLITE_OK) { file->hasPendingHeader = 0; return rc; }
+        // Page 1 carries the header: a new store's first pages may reach the WAL before the
+        // database file has one.
+        if (file->partner != NULL && memcmp(bytes, "SQLite format 3", 16) == 0) learnHeader(file->partner, bytes, amount);
+        if (checksummed(file)) {
+            strata_page_checksum(bytes, amount, bytes + amount - 8);
+            if (file->hasPendingHeader && file->pendingOffset + 24 == offset) {
+                int rc = resealFrameHeader(file, bytes, amount);
+                if (rc != SQLITE_OK) { file->hasPendingHeader = 0; return rc; }
+            }
         }
     }
     int rc = flushPendingHeader(file);
@@ -407,6 +402,10 @@ static int strataOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *handle, 
             main->partner = file;
         }
     } else {
+        // `VACUUM INTO 'file:...?strata_checksums=1'` (the rewrite that adds checksums): every
+        // page of the new file is checksummed, even one SQLite spills before page 1.
+        file->forced = sqlite3_uri_boolean(name, "strata_checksums", 0);
+        file->checksummed = file->forced;
         unsigned char header[100];
         sqlite3_int64 size = 0;
         if (file->real->pMethods->xFileSize(file->real, &size) == SQLITE_OK && size >= 100

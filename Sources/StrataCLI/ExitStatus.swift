@@ -51,7 +51,7 @@ extension ExitStatus {
             switch error {
             case .noSuchFile, .isADirectory, .unknownCache, .notACacheFile: self = .noInput
             case .unreadable, .hotJournal, .purgeIncomplete: self = .ioError
-            case .notADatabase, .notAStrataStore, .unsupportedFormat, .corrupt, .sqlite: self = .dataError
+            case .notADatabase, .notAStrataStore, .unsupportedFormat, .corrupt, .corruptPage, .sqlite: self = .dataError
             case .locked: self = .temporaryFailure
             case .cache(let cacheError): self = ExitStatus(for: cacheError)
             }
@@ -63,7 +63,7 @@ extension ExitStatus {
             }
         case let error as StoreError:
             switch error {
-            case .notADatabase, .notAStrataStore, .unsupportedFormat, .modelMismatch: self = .dataError
+            case .notADatabase, .notAStrataStore, .unsupportedFormat, .modelMismatch, .corruptPage: self = .dataError
             case .uriOfAnotherStore, .malformedURI: self = .usage
             case .sqlite: self = .ioError
             }

@@ -47,6 +47,9 @@ public final class Connection {
         /// ``SQLiteError/corruptPage`` names the page. An existing file keeps what it has: its
         /// checksums are verified and maintained whatever this says.
         public var pageChecksums = true
+        /// Whether file names may be `file:` URIs (`SQLITE_OPEN_URI`), for this connection's
+        /// path and for the files `ATTACH` and `VACUUM INTO` name. Off by default.
+        public var uriFilenames = false
 
         public init() {}
     }
@@ -76,6 +79,7 @@ public final class Connection {
         self.path = path
         self.configuration = configuration
         var flags = SQLITE_OPEN_NOMUTEX
+        if configuration.uriFilenames { flags |= SQLITE_OPEN_URI }
         if configuration.readOnly {
             flags |= SQLITE_OPEN_READONLY
         } else {
@@ -121,10 +125,16 @@ public final class Connection {
         var pages: Int64 = 0
         try prepare("PRAGMA page_count").forEachRow { pages = $0.int64(at: 0) }
         guard pages == 0 else { return }
-        var reserve = Int32(STRATA_CHECKSUM_RESERVE)
+        try setRequestedReserveBytes(Int(STRATA_CHECKSUM_RESERVE))
+        try execute("PRAGMA application_id = \(STRATA_CHECKSUM_APPLICATION_ID)")
+    }
+
+    /// Sets the reserved bytes per page that the next `VACUUM` (or `VACUUM INTO`) writes
+    /// (`SQLITE_FCNTL_RESERVE_BYTES`); the file itself is unchanged until then.
+    public func setRequestedReserveBytes(_ count: Int) throws {
+        var reserve = Int32(count)
         let code = sqlite3_file_control(liveHandle, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve)
         guard code == SQLITE_OK else { throw error(code: code, sql: nil) }
-        try execute("PRAGMA application_id = \(STRATA_CHECKSUM_APPLICATION_ID)")
     }
 
     /// The page-checksum state of the main database file.

@@ -17,6 +17,8 @@ public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible
     case hotJournal(path: String)
     /// SQLite found the store's file malformed (`SQLITE_CORRUPT`) while reading it.
     case corrupt(path: String, message: String)
+    /// A page read failed its checksum (nothing of it was read).
+    case corruptPage(path: String, page: Int)
     /// `purge` was asked to remove a cache whose file name holds something other than a regular
     /// file (a folder, a symbolic link, …): refused before anything was removed.
     case notACacheFile(name: String, path: String)
@@ -38,6 +40,7 @@ public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible
         case .unknownCache(let name): "no cache named \(name.debugDescription)"
         case .hotJournal(let path): "store \(path) has a journal left by a crash that could not be rolled back"
         case let .corrupt(path, message): "store is corrupt: \(path): \(message)"
+        case let .corruptPage(path, page): "store is corrupt: \(path): page \(page) fails its checksum"
         case let .notACacheFile(name, path): "cache \(name.debugDescription) is not a regular file (\(path)); nothing was removed"
         case let .purgeIncomplete(removed, failed, notRemoved, error):
             "could not remove cache \(failed.debugDescription): \(error); removed \(removed.count) of \(removed.count + notRemoved.count)"
@@ -148,6 +151,7 @@ public struct StoreInspector: Sendable {
             throw inspectionError(error, path: path)
         } catch let error as StoreError {
             if case .sqlite(let underlying) = error { throw inspectionError(underlying, path: path) }
+            if case .corruptPage(_, let page) = error { throw .corruptPage(path: path, page: page) }
             throw .sqlite(error.description)
         } catch {
             throw .sqlite("\(error)")
@@ -155,6 +159,7 @@ public struct StoreInspector: Sendable {
     }
 
     private func inspectionError(_ error: SQLiteError, path: String) -> InspectionError {
+        if let page = error.corruptPage { return .corruptPage(path: path, page: page) }
         if .SQLITE_NOTADB ~= error.code { return .notADatabase(path: path) }
         if .SQLITE_CORRUPT ~= error.code { return .corrupt(path: path, message: error.message) }
         if .SQLITE_BUSY ~= error.code || .SQLITE_LOCKED ~= error.code { return .locked(path: path) }

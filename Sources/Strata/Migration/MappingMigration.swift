@@ -221,18 +221,7 @@ struct MappingMigration {
         if let permissions = (try? fileManager.attributesOfItem(atPath: path))?[.posixPermissions] as? Int {
             try? fileManager.setAttributes([.posixPermissions: permissions], ofItemAtPath: built)
         }
-        let files = POSIXCacheFileSystem()
-        do {
-            let descriptor = open(built, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw CacheFileError(operation: "open", path: built, code: errno) }
-            defer { files.close(descriptor) }
-            try files.fsync(descriptor)
-            try files.rename(built, path)
-            let folder = (path as NSString).deletingLastPathComponent
-            try files.fsyncDirectory(folder.isEmpty ? "." : folder)
-        } catch let error as CacheFileError {
-            throw MigrationError.fileSystem(path: path, reason: error.description)
-        }
+        try StoreFileSwap.swap(built, over: path)
         KillPoint.hit("migration.mapping.swapped")
     }
 

@@ -60,7 +60,7 @@ extension StoreCoordinator {
             return try Model(json: Data(statement.string(at: 0).utf8))
         } catch let error as SQLiteError {
             if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path) }
-            throw StoreError.sqlite(error)
+            throw StoreError(error, path: path)
         }
     }
 
@@ -114,7 +114,7 @@ extension StoreCoordinator {
                         { done, total in report(MigrationProgress(step: step, stepCount: chain.count, version: version, objectsDone: done, objectsTotal: total)) }
                     })
                 } catch let error as SQLiteError {
-                    throw StoreError.sqlite(error)
+                    throw StoreError(error, path: path)
                 }
                 index += 1
                 continue
@@ -143,7 +143,7 @@ extension StoreCoordinator {
                 }
                 KillPoint.hit("migration.committed")
             } catch let error as SQLiteError {
-                throw StoreError.sqlite(error)
+                throw StoreError(error, path: path)
             }
         }
     }

@@ -41,7 +41,7 @@ extension StoreCoordinator {
             try db.prepare("SELECT count(*) FROM sqlite_master").forEachRow { _ in }
         } catch let error as SQLiteError {
             if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path.description) }
-            throw StoreError.sqlite(error)
+            throw StoreError(error, path: path.description)
         }
     }
 
@@ -74,7 +74,7 @@ extension StoreCoordinator {
             return ExistingStore(uuid: uuid, modelJSON: meta.string(at: 4))
         } catch let error as SQLiteError {
             if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path) }
-            throw StoreError.sqlite(error)
+            throw StoreError(error, path: path)
         }
     }
 

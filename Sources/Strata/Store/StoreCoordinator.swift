@@ -63,6 +63,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         configuration.busyTimeout = options.busyTimeout
         configuration.cacheSizeKiB = options.cacheSizeKiB
         configuration.publicStatementArguments = options.publicStatementArguments
+        configuration.pageChecksums = options.pageChecksums
         let existing: ExistingStore?
         do {
             existing = try StoreCoordinator.probe(path: path, model: model)
@@ -88,7 +89,7 @@ public final class StoreCoordinator: @unchecked Sendable {
                 try StoreCoordinator.create(connection, model: model, uuid: uuid)
             }
         } catch let error as SQLiteError {
-            throw StoreError.sqlite(error)
+            throw StoreError(error, path: path)
         }
         try noteStoreState()
     }
@@ -107,7 +108,7 @@ public final class StoreCoordinator: @unchecked Sendable {
             try StringMatching.register(on: connection)
             try StoreCoordinator.create(connection, model: model, uuid: uuid)
         } catch let error as SQLiteError {
-            throw StoreError.sqlite(error)
+            throw StoreError(error, path: ":memory:")
         }
     }
 
@@ -283,7 +284,7 @@ public final class StoreCoordinator: @unchecked Sendable {
     func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
         try lock.withLock {
             precondition(!connection.isClosed, "StoreCoordinator used after close(): open a new coordinator.")
-            do { return try body(connection) } catch let error as SQLiteError { throw StoreError.sqlite(error) }
+            do { return try body(connection) } catch let error as SQLiteError { throw StoreError(error, path: connection.path) }
         }
     }
 

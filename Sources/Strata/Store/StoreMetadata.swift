@@ -48,6 +48,11 @@ public struct StoreOptions: Sendable {
     public var sectionCacheDirectory: URL? = nil
     /// Let SQL errors print statement arguments (off: arguments are user data).
     public var publicStatementArguments = false
+    /// Whether a store this coordinator creates gets a checksum on every page (default on):
+    /// a page whose bytes changed on disk is ``StoreError/corruptPage(path:page:)``, never data.
+    /// An existing store keeps what it has; ``StoreCoordinator/addPageChecksums(toStoreAt:)``
+    /// adds them to one made without.
+    public var pageChecksums = true
     public init() {}
 }
 

@@ -16,6 +16,16 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
     case malformedURI(String)
     /// SQLite failed; the underlying error carries the SQL.
     case sqlite(SQLiteError)
+    /// Page `page` (1-based) of the store file (or of its WAL) fails its checksum: the bytes on
+    /// disk are not the bytes Strata wrote. Nothing was read from the page; nothing was written.
+    /// `strata store check` lists every bad page; restore the store from a backup.
+    case corruptPage(path: String, page: Int)
+
+    /// The store error for an SQLite error on the store at `path`: a failed page checksum
+    /// becomes ``corruptPage(path:page:)``, anything else ``sqlite(_:)``.
+    public init(_ error: SQLiteError, path: String) {
+        if let page = error.corruptPage { self = .corruptPage(path: path, page: page) } else { self = .sqlite(error) }
+    }
 
     public var description: String {
         switch self {
@@ -28,6 +38,9 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
         case let .uriOfAnotherStore(uri, uuid): "\(uri) names an object of another store (this store is \(uuid.uuidString))"
         case .malformedURI(let uri): "\(uri) is not a strata://<store-uuid>/<Entity>/<pk> URI"
         case .sqlite(let error): error.description
+        case let .corruptPage(path, page):
+            "page \(page) of store \(path) fails its checksum: the file was changed outside SQLite (a disk or copy error); "
+                + "nothing was read from it. Run `strata store check` to list the damage and restore the store from a backup."
         }
     }
 
