@@ -6,6 +6,8 @@ struct HarnessOptions {
         case run, recover, seedScenario = "seed-scenario", tornCommit = "torn-commit", migrate, migrateMapping = "migrate-mapping"
         /// A session that returns from main without close() (ExitWithoutClose.swift).
         case exitWithoutClose = "exit-without-close"
+        /// The page-checksum flip campaign (FlipCampaignMode.swift): `--commits` flips from `--first`.
+        case flips
     }
     enum Journal: String { case wal, delete }
     enum Synchronous: String { case full, normal }
@@ -17,7 +19,8 @@ struct HarnessOptions {
     static let usage = """
         usage: strata-crash-harness --store PATH [--seed N] [--commits N] [--journal wal|delete]
                                     [--synchronous full|normal]
-                                    [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close]
+                                    [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close|flips]
+                                    [--first N]
         """
 
     var store: String
@@ -27,6 +30,8 @@ struct HarnessOptions {
     var journal = Journal.wal
     var synchronous = Synchronous.full
     var mode = Mode.run
+    /// `flips`: the index of the first flip.
+    var first = 0
 
     static func parse(_ arguments: [String]) throws -> HarnessOptions {
         var values: [String: String] = [:]
@@ -48,6 +53,10 @@ struct HarnessOptions {
         if let text = values.removeValue(forKey: "commits") {
             guard let commits = Int(text), commits >= 0 else { throw UsageError(description: "--commits must be ≥ 0, got \(text)") }
             options.commits = commits
+        }
+        if let text = values.removeValue(forKey: "first") {
+            guard let first = Int(text), first >= 0 else { throw UsageError(description: "--first must be ≥ 0, got \(text)") }
+            options.first = first
         }
         if let text = values.removeValue(forKey: "journal") {
             guard let journal = Journal(rawValue: text) else { throw UsageError(description: "--journal must be wal or delete, got \(text)") }

@@ -11,7 +11,7 @@
 //
 //     strata-crash-harness --store PATH [--seed N] [--commits N] [--journal wal|delete]
 //                          [--synchronous full|normal]
-//                          [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close]
+//                          [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close|flips]
 
 import Foundation
 import Logging
@@ -46,6 +46,10 @@ if options.mode == .exitWithoutClose {
 
     do {
         if options.mode == .tornCommit { try tornCommit(options) }
+        if options.mode == .flips {
+            try flipCampaign(options)
+            exit(0)
+        }
         if options.mode == .migrate || options.mode == .migrateMapping {
             // Opens the goods store with the next model version, migrating it (kill points migration.*):
             // inferred (one transaction) or through a mapping model (built beside, then swapped in).
