@@ -77,7 +77,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataCLITests",
-            dependencies: ["StrataTestSupport"],
+            dependencies: ["StrataTestSupport", "StrataSQLite", "Strata"],
             swiftSettings: strictSettings
         ),
         .executableTarget(

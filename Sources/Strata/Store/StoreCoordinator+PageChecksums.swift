@@ -10,7 +10,9 @@ extension StoreCoordinator {
     /// removed by the next attempt); after it, the new store is complete. Rows, object IDs,
     /// the generation and the nonce are unchanged, so every section cache stays valid.
     ///
-    /// Run it while no coordinator or other process has the store open.
+    /// Run it while no coordinator or other process has the store open: a WAL store that
+    /// another connection keeps open is refused (its `-wal`/`-shm` outlive this function's
+    /// connection) and left as it was.
     ///
     /// - Returns: `false` when the store already had checksums (nothing was written).
     /// - Throws: ``MigrationError/storeInUse(path:)`` when another connection wrote to the
@@ -50,8 +52,11 @@ extension StoreCoordinator {
             if walMode { try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
             db.close()
             open = false
-            let walSize = (try? fileManager.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int ?? 0
-            guard after.generation == before.generation, after.nonce == before.nonce, walSize == 0 else {
+            // The last connection to close a WAL store removes its -wal and -shm: if they are
+            // still there, another connection (in this process or another) has the store open,
+            // and would go on writing to the file the swap replaces.
+            let inUse = walMode && (fileManager.fileExists(atPath: path + "-wal") || fileManager.fileExists(atPath: path + "-shm"))
+            guard after.generation == before.generation, after.nonce == before.nonce, !inUse else {
                 for suffix in ["", "-journal", "-wal", "-shm"] { try? fileManager.removeItem(atPath: built + suffix) }
                 throw MigrationError.storeInUse(path: path)
             }
