@@ -8,7 +8,7 @@ struct StoreCommand: ParsableCommand {
         commandName: "store",
         abstract: "Look at a store file without opening it for writing.",
         discussion: """
-            Examples:
+            Example:
               strata store info /tmp/goods.sqlite
               strata store check /tmp/goods.sqlite
             """,
@@ -87,7 +87,7 @@ struct StoreCheckCommand: ParsableCommand {
             join rows naming live objects). Exit status 0 when all is clean, 65 when anything is \
             corrupt (the first bad pages are listed).
 
-            Examples:
+            Example:
               strata store check /tmp/goods.sqlite
               strata store check /tmp/goods.sqlite --json | jq .badPages
             """

@@ -233,11 +233,12 @@ final class CLIFixture {
     let url: URL
     let options: StoreOptions
 
-    init(journalMode: StrataSQLiteJournalMode = .wal, cacheDirectory: URL? = nil) throws {
+    init(journalMode: StrataSQLiteJournalMode = .wal, cacheDirectory: URL? = nil, pageChecksums: Bool = true) throws {
         directory = TemporaryDirectory("strata-cli")
         url = directory.file("goods.sqlite")
         var options = StoreOptions()
         options.journalMode = journalMode
+        options.pageChecksums = pageChecksums
         options.sectionCacheDirectory = cacheDirectory
         self.options = options
         try withCoordinator { coordinator in

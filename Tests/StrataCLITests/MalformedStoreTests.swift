@@ -4,11 +4,19 @@ import Strata
 import StrataSQLite
 import StrataTestSupport
 
-/// A store whose file SQLite finds malformed (`SQLITE_CORRUPT`): the command that reads the bad
-/// page fails with exit 65 and one line, `store is corrupt: PATH: MESSAGE`, and changes nothing.
+/// A store with a malformed page: the command that reads the bad page fails with exit 65 and one
+/// line, `store is corrupt: PATH: MESSAGE`, and changes nothing. With page checksums (the
+/// default) the message names the page; without, it is SQLite's own (`SQLITE_CORRUPT`).
 @Suite struct MalformedStoreTests {
-    /// Overwrites the start of the b-tree page of table `table` (its page header) with 0xFF bytes.
-    func corruptPage(of table: String, in fixture: CLIFixture) throws {
+    /// What the command says after `store is corrupt: PATH: ` about `page` (0: not known here).
+    func message(checksums: Bool, page: Int64) -> String {
+        checksums ? "page \(page) fails its checksum" : "database disk image is malformed"
+    }
+
+    /// Overwrites the start of the b-tree page of table `table` (its page header) with 0xFF
+    /// bytes; returns the page number.
+    @discardableResult
+    func corruptPage(of table: String, in fixture: CLIFixture) throws -> Int64 {
         // Read-write (writing nothing): its close removes the -wal and -shm the open made.
         let db = try Connection(path: fixture.path)
         var page: Int64 = 0, size: Int64 = 0
@@ -20,21 +28,22 @@ import StrataTestSupport
         defer { try? handle.close() }
         try handle.seek(toOffset: UInt64((page - 1) * size))
         try handle.write(contentsOf: Data(repeating: 0xFF, count: 64))
+        return page
     }
 
     /// Issue 17: verify used to print "valid … DIFFERS: SQLite error 11" and exit 1, blaming the
     /// cache for the store's broken page.
-    @Test func verifyOfAMalformedStoreExits65WithOneLine() throws {
-        let fixture = try CLIFixture()
+    @Test(arguments: [true, false]) func verifyOfAMalformedStoreExits65WithOneLine(checksums: Bool) throws {
+        let fixture = try CLIFixture(pageChecksums: checksums)
         try fixture.makeCache(CLIFixture.byCategory)
         try fixture.makeCache(CLIFixture.byName)
-        try corruptPage(of: "Good", in: fixture)
+        let page = try corruptPage(of: "Good", in: fixture)
         let before = try fixture.snapshot()
         for arguments in [["cache", "verify", fixture.path], ["cache", "verify", fixture.path, "--json"],
                           ["cache", "verify", fixture.path, "by-name"]] {
             let result = try CLI.run(arguments)
             #expect(result.status == 65, "\(arguments)\n\(result)")
-            #expect(result.errorLines == ["strata cache verify: store is corrupt: \(fixture.path): database disk image is malformed"],
+            #expect(result.errorLines == ["strata cache verify: store is corrupt: \(fixture.path): \(message(checksums: checksums, page: page))"],
                     "\(arguments)\n\(result)")
             #expect(result.output.isEmpty, "\(arguments)\n\(result)")
             #expect(try fixture.snapshot() == before, "\(arguments) changed the folder")
@@ -43,10 +52,10 @@ import StrataTestSupport
 
     /// The metadata every command reads first is on a malformed page: every command says so the
     /// same way, and removes nothing.
-    @Test func everyCommandOnAStoreWithMalformedMetadataExits65WithOneLine() throws {
-        let fixture = try CLIFixture()
+    @Test(arguments: [true, false]) func everyCommandOnAStoreWithMalformedMetadataExits65WithOneLine(checksums: Bool) throws {
+        let fixture = try CLIFixture(pageChecksums: checksums)
         try fixture.makeCache(CLIFixture.byName)
-        try corruptPage(of: "strata_meta", in: fixture)
+        let page = try corruptPage(of: "strata_meta", in: fixture)
         let before = try fixture.snapshot()
         for command in [["store", "info"], ["store", "info", "--json"], ["cache", "list"], ["cache", "list", "--json"],
                         ["cache", "inspect", "by-name"], ["cache", "verify"], ["cache", "purge", "--all"], ["cache", "purge", "--stale"]] {
@@ -54,7 +63,7 @@ import StrataTestSupport
             let result = try CLI.run(arguments)
             #expect(result.status == 65, "\(arguments)\n\(result)")
             #expect(result.errorLines == ["strata \(command.prefix(2).joined(separator: " ")): store is corrupt: \(fixture.path): "
-                                          + "database disk image is malformed"], "\(arguments)\n\(result)")
+                                          + message(checksums: checksums, page: page)], "\(arguments)\n\(result)")
             #expect(result.output.isEmpty, "\(arguments)\n\(result)")
             #expect(try fixture.snapshot() == before, "\(arguments) changed the folder")
         }

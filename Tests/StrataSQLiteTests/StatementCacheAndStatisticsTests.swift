@@ -70,10 +70,14 @@ import Testing
         defer { directory.remove() }
         let file = try Connection(path: directory.path(), configuration: .with { $0.cacheSizeKiB = 1024 })
         var expected = StatementStatistics()
-        expected.prepared = ["PRAGMA journal_mode=WAL": 1, "PRAGMA synchronous=NORMAL": 1, "PRAGMA cache_size=-1024": 1]
+        // A new file: page_count (0) says so, application_id marks it checksummed before the
+        // journal mode writes its first page.
+        expected.prepared = ["PRAGMA page_count": 1, "PRAGMA application_id = 1398035011": 1,
+                             "PRAGMA journal_mode=WAL": 1, "PRAGMA synchronous=NORMAL": 1, "PRAGMA cache_size=-1024": 1]
         expected.executed = expected.prepared
-        // Only journal_mode answers with a row ("wal").
-        expected.rowsRead = ["PRAGMA journal_mode=WAL": 1, "PRAGMA synchronous=NORMAL": 0, "PRAGMA cache_size=-1024": 0]
+        // page_count and journal_mode answer with a row (0, "wal").
+        expected.rowsRead = ["PRAGMA page_count": 1, "PRAGMA application_id = 1398035011": 0,
+                             "PRAGMA journal_mode=WAL": 1, "PRAGMA synchronous=NORMAL": 0, "PRAGMA cache_size=-1024": 0]
         #expect(file.statistics == expected)
 
         let memory = try Connection.inMemory(configuration: .with { $0.synchronous = .full })
