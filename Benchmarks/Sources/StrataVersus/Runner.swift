@@ -42,6 +42,7 @@ final class Runner {
         try checkSchema()
         try importWorkload()
         try fetchObjectsWorkload()
+        try pageChecksumWorkload()
         let jfk = data.airports.first { $0.faa == "JFK" }!.pk
         try predicateWorkload("predicate origin.faa == 'JFK' AND dep_delay > 60", raw: { try $0.jfkDelayed() },
                               grdb: { try GRDBSide.jfkDelayed($0) }, strata: try StrataSide.jfkDelayed(),
@@ -276,6 +277,65 @@ final class Runner {
                               note: "raw/GRDB: SELECT every column ORDER BY _pk decoded into structs; Strata: context.fetch + every attribute read once (typed subscript); "
                                 + "Strata's context.fetch alone, no attribute read: \(Unit.milliseconds.format(median(fetchOnly["fetch only"] ?? []))); "
                                 + "with the attributes read through value(forKey:) instead: \(Unit.milliseconds.format(median(fetchOnly["value(forKey:)"] ?? [])))"))
+    }
+
+    // MARK: Page checksums (issue 18)
+
+    /// Strata's import and object fetch of the real data with page checksums on (the default)
+    /// and off, interleaved with raw SQLite in one run: the checksums' cost.
+    private func pageChecksumWorkload() throws {
+        let name = "page checksums: import and fetch, on vs off"
+        guard options.includes(name) else { return }
+        start(name, importPlan)
+        var stores: [Bool: StorePath] = [:]
+        func strataImport(checksums: Bool, isLast: Bool) throws -> Double {
+            let store = try scratch.newStore("strata-checksums-\(checksums ? "on" : "off")")
+            var storeOptions = StoreOptions()
+            storeOptions.pageChecksums = checksums
+            let container = try PersistentContainer(model: StrataSide.model, url: store.url, options: storeOptions)
+            let (update, seconds) = try timed { try StrataSide.importAll(data, flights: data.flights, into: container) }
+            withExtendedLifetime(update) {}
+            container.coordinator.close()
+            let header = try Data(contentsOf: store.url).prefix(21)
+            guard header[20] == (checksums ? 8 : 0) else { throw VersusError("the store's reserved bytes are \(header[20])") }
+            if isLast { stores[checksums]?.remove(); stores[checksums] = store } else { store.remove() }
+            return seconds
+        }
+        let imports = try interleave(importPlan, [
+            ("raw", { _, _ in let (store, seconds) = try self.rawImport(self.data.flights, label: "raw-checksums"); store.remove(); return seconds }),
+            ("on", { _, isLast in try strataImport(checksums: true, isLast: isLast) }),
+            ("off", { _, isLast in try strataImport(checksums: false, isLast: isLast) }),
+        ])
+        let checksum = expectedChecksum(data.flights)
+        let rawStore = try realStore(.raw)
+        func strataFetch(checksums: Bool) throws -> Double {
+            let coordinator = try StoreCoordinator(model: StrataSide.model, url: stores[checksums]!.url)
+            defer { coordinator.close() }
+            let (result, seconds) = try timed { try StrataSide.fetchAllAndRead(coordinator.newContext()) }
+            guard result.objects.count == data.flights.count, abs(result.checksum - checksum) <= abs(checksum) * 1e-12 else {
+                throw VersusError("Strata (checksums \(checksums)) read \(result.objects.count) flights, checksum \(result.checksum)")
+            }
+            return seconds
+        }
+        let fetches = try interleave(plan, [
+            ("raw", { _, _ in let db = try RawDB(path: rawStore.path); return try timed { try db.allFlights() }.1 }),
+            ("on", { _, _ in try strataFetch(checksums: true) }),
+            ("off", { _, _ in try strataFetch(checksums: false) }),
+        ])
+        for (workload, samples) in [("import with page checksums (vs off)", imports), ("fetch all flights with page checksums (vs off)", fetches)] {
+            let on = median(samples["on"] ?? []), off = median(samples["off"] ?? [])
+            var row = ResultRow(group: realGroup, workload: workload, rows: data.flights.count, unit: .milliseconds)
+            row.values[.raw] = median(samples["raw"] ?? [])
+            row.values[.strata] = on
+            let overhead = off > 0 ? (on / off - 1) * 100 : 0
+            row.goal = "≤ 5% over checksums off"
+            row.met = overhead <= 5
+            row.note = "Strata with checksums off: \(Unit.milliseconds.format(off)) (\(String(format: "%.2f", off / max(row.values[.raw] ?? 1, 1e-9)))× raw); "
+                + String(format: "checksums cost %+.1f%%", overhead)
+            say("page-checksum overhead: \(workload): on \(Unit.milliseconds.format(on)), off \(Unit.milliseconds.format(off)), " + String(format: "%+.1f%%", overhead))
+            record(row)
+        }
+        for store in stores.values { store.remove() }
     }
 
     // MARK: Predicates

@@ -78,7 +78,9 @@ extension StoreInspector {
         report.pageSize = pageSize
         report.pages = Int(info.st_size) / pageSize
         guard report.checksummed else { return }
-        for page in 0..<report.pages where !Self.pageMatches(fd: fd, page: page, size: pageSize) {
+        // SQLite never writes the page that holds the lock bytes (at 1 GiB): it has no checksum.
+        let lockBytePage = 1_073_741_824 / pageSize
+        for page in 0..<report.pages where page != lockBytePage && !Self.pageMatches(fd: fd, page: page, size: pageSize) {
             guard !Self.pageMatches(fd: fd, page: page, size: pageSize) else { continue }
             report.badPageCount += 1
             if report.badPages.count < 20 { report.badPages.append(page + 1) }
