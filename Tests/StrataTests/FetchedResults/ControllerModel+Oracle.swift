@@ -154,8 +154,11 @@ extension ControllerModelRun {
                 duplicateUpdates += 1
                 problem("(c) an update reported for \(id.primaryKey), whose values and related values did not change: \(new[id.primaryKey]!)")
             }
-            let repeated = reportedIn.filter { $0.value > 1 }.map(\.key.primaryKey).sorted()
-            if !repeated.isEmpty, !twoPhases, !mergedElsewhere {
+            let repeatedIDs = reportedIn.filter { $0.value > 1 }.map(\.key)
+            let repeated = repeatedIDs.map(\.primaryKey).sorted()
+            let onlyEditedOnMain = spec.context == .main && !repeatedIDs.isEmpty
+                && repeatedIDs.allSatisfy { editedOnMainBeforeSave.contains($0) && reportedIn[$0] == 2 }
+            if !repeated.isEmpty, !twoPhases, !mergedElsewhere, !onlyEditedOnMain {
                 duplicateUpdates += repeated.count
                 problem("(c) objects reported updated or moved in more than one change set of one batch: \(repeated)")
             }

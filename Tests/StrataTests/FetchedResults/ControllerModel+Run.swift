@@ -118,6 +118,11 @@ final class ControllerModelRun {
     /// Set when another coordinator changed a row between main's save and the writer's: the
     /// writer's commit merges their values into ours, a second real change in one batch.
     var mergedElsewhere = false
+    /// The item main edited under the strict policy before the update context saved. When that
+    /// save does not conflict (the update context changed nothing of the item itself, only
+    /// what a key path reads through it, such as its category's name), the item changes twice in
+    /// the batch: main's edit, reported when it ends, and the save's.
+    var editedOnMainBeforeSave: Set<ObjectID> = []
 
     var main: ManagedObjectContext { container.mainContext }
     var writer: ManagedObjectContext { container.writerContext }
@@ -214,6 +219,7 @@ final class ControllerModelRun {
         var problems: [String] = []
         mainReverted = false
         mergedElsewhere = false
+        editedOnMainBeforeSave = []
         do {
             try execute(batch)
         } catch {
@@ -270,7 +276,11 @@ final class ControllerModelRun {
             // it saves: the save meets a conflict and must change nothing.
             if batch.strictPolicy, let item = operations.lazy.compactMap(\.itemReference).first {
                 try main.performAndWait {
-                    if try ModelOperation.setNote(item, 9).apply(in: main) { tally.outcomes["conflicting edit on main", default: 0] += 1 }
+                    let before = Set(main.updatedObjects.map(\.objectID))
+                    if try ModelOperation.setNote(item, 9).apply(in: main) {
+                        tally.outcomes["conflicting edit on main", default: 0] += 1
+                        editedOnMainBeforeSave = Set(main.updatedObjects.map(\.objectID)).subtracting(before)
+                    }
                 }
             }
             let saved = try update.performAndWait {
@@ -281,6 +291,7 @@ final class ControllerModelRun {
             // A refused save through main (main's own unsaved edits broke a rule): the app rolls
             // main back, as it would after showing the error.
             if !saved, batch.route == .updateSaveToStore, !ancestorsClean { main.performAndWait { revertMain() } }
+            if saved, !editedOnMainBeforeSave.isEmpty { tally.outcomes["conflicting edit on main, save went through", default: 0] += 1 }
             if batch.route == .updateSaveToStore, saved, !operations.isEmpty {
                 tally.outcomes[ancestorsClean ? "saveToStore through clean ancestors (shortcut)" : "saveToStore level by level", default: 0] += 1
             }
