@@ -64,7 +64,7 @@ extension ExitStatus {
         case let error as StoreError:
             switch error {
             case .notADatabase, .notAStrataStore, .unsupportedFormat, .modelMismatch, .corruptPage: self = .dataError
-            case .uriOfAnotherStore, .malformedURI: self = .usage
+            case .uriOfAnotherStore, .malformedURI, .pageChecksumsDiffer: self = .usage
             case .sqlite: self = .ioError
             }
         default:

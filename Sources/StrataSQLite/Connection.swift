@@ -131,9 +131,9 @@ public final class Connection {
 
     /// Sets the reserved bytes per page that the next `VACUUM` (or `VACUUM INTO`) writes
     /// (`SQLITE_FCNTL_RESERVE_BYTES`); the file itself is unchanged until then.
-    public func setRequestedReserveBytes(_ count: Int) throws {
+    public func setRequestedReserveBytes(_ count: Int, schema: String = "main") throws {
         var reserve = Int32(count)
-        let code = sqlite3_file_control(liveHandle, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve)
+        let code = sqlite3_file_control(liveHandle, schema, SQLITE_FCNTL_RESERVE_BYTES, &reserve)
         guard code == SQLITE_OK else { throw error(code: code, sql: nil) }
     }
 

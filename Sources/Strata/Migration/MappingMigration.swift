@@ -190,11 +190,23 @@ struct MappingMigration {
         let built = path + ".migrating"
         let fileManager = FileManager.default
         for suffix in ["", "-journal", "-wal", "-shm"] { try? fileManager.removeItem(atPath: built + suffix) }
-        let db = try Connection(path: path, configuration: configuration)
+        var uriConfiguration = configuration
+        uriConfiguration.uriFilenames = true
+        let db = try Connection(pathBytes: Array(StoreCoordinator.literalPath(path).utf8), displayPath: path, configuration: uriConfiguration)
         var connected = true
         defer { if connected { db.close() } }
         try StringMatching.register(on: db)
-        try db.prepare("ATTACH DATABASE ? AS \(Self.schemaName)").execute(.text(built))
+        // The migrated store keeps page checksums when the old one had them: every page of the new
+        // file is checksummed from the first write (the URI parameter tells Strata's VFS, even for
+        // a page SQLite spills before page 1), and its reserve and application id are set before
+        // that first write.
+        let checksummed = db.pageChecksumState.checksummed
+        try db.prepare("ATTACH DATABASE ? AS \(Self.schemaName)")
+            .execute(.text(StoreCoordinator.fileURI(built) + (checksummed ? "?strata_checksums=1" : "")))
+        if checksummed {
+            try db.setRequestedReserveBytes(PageChecksum.reservedBytes, schema: Self.schemaName)
+            try db.execute("PRAGMA \(Self.schemaName).application_id = \(PageChecksum.applicationID)")
+        }
         try db.execute("PRAGMA \(Self.schemaName).journal_mode = DELETE")
         try db.execute("PRAGMA \(Self.schemaName).synchronous = FULL")
         do {

@@ -171,8 +171,9 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// asynchronously). The source must be a Strata store of this model; it is read, not changed.
     ///
     /// - Throws: ``StoreError/modelMismatch(path:storeVersion:storeHash:modelVersion:modelHash:)``,
-    ///   ``StoreError/notAStrataStore(path:)``, ``StoreError/notADatabase(path:)``, ``StoreError/sqlite(_:)``.
-    ///   When it throws, this store is unchanged.
+    ///   ``StoreError/notAStrataStore(path:)``, ``StoreError/notADatabase(path:)``, ``StoreError/sqlite(_:)``,
+    ///   ``StoreError/pageChecksumsDiffer(path:source:storeHasChecksums:)`` (a backup made with the
+    ///   other ``StoreOptions/pageChecksums`` setting). When it throws, this store is unchanged.
     public func replaceStore(withContentsOf source: URL) throws {
         guard try StoreCoordinator.probe(path: source.path, model: model) != nil else {
             throw StoreError.notAStrataStore(path: source.path)
@@ -186,6 +187,14 @@ public final class StoreCoordinator: @unchecked Sendable {
         try withConnection { db in
             let reader = try Connection(path: source.path, configuration: configuration)
             defer { reader.close() }
+            // The backup API copies pages with their reserved bytes: a checksummed store must get
+            // checksummed pages, and the other way round (else pages would be checksummed by
+            // half, or content overwritten by checksums).
+            try reader.prepare("SELECT count(*) FROM sqlite_master").forEachRow { _ in }
+            let storeHasChecksums = db.pageChecksumState.checksummed
+            guard reader.pageChecksumState.checksummed == storeHasChecksums else {
+                throw StoreError.pageChecksumsDiffer(path: db.path, source: source.path, storeHasChecksums: storeHasChecksums)
+            }
             try db.restore(from: reader)
             try StoreCoordinator.upgradeEntityTable(db)
             try db.cachedStatement("UPDATE strata_meta SET store_uuid = ?, nonce = ? WHERE id = 1")

@@ -20,6 +20,10 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
     /// disk are not the bytes Strata wrote. Nothing was read from the page; nothing was written.
     /// `strata store check` lists every bad page; restore the store from a backup.
     case corruptPage(path: String, page: Int)
+    /// ``StoreCoordinator/replaceStore(withContentsOf:)`` was given a store whose pages carry
+    /// checksums when this one's do not, or the other way round: SQLite copies pages as they are,
+    /// so the two must agree. Nothing was changed.
+    case pageChecksumsDiffer(path: String, source: String, storeHasChecksums: Bool)
 
     /// The store error for an SQLite error on the store at `path`: a failed page checksum
     /// becomes ``corruptPage(path:page:)``, anything else ``sqlite(_:)``.
@@ -38,6 +42,12 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
         case let .uriOfAnotherStore(uri, uuid): "\(uri) names an object of another store (this store is \(uuid.uuidString))"
         case .malformedURI(let uri): "\(uri) is not a strata://<store-uuid>/<Entity>/<pk> URI"
         case .sqlite(let error): error.description
+        case let .pageChecksumsDiffer(path, source, storeHasChecksums):
+            storeHasChecksums
+                ? "store \(path) has page checksums and \(source) does not: give a copy of \(source) checksums first "
+                    + "(StoreCoordinator.addPageChecksums(toStoreAt:)), then replace. Nothing was changed."
+                : "\(source) has page checksums and store \(path) does not: close the store, give it checksums "
+                    + "(StoreCoordinator.addPageChecksums(toStoreAt:)), then replace. Nothing was changed."
         case let .corruptPage(path, page):
             "page \(page) of store \(path) fails its checksum: the file was changed outside SQLite (a disk or copy error); "
                 + "nothing was read from it. Run `strata store check` to list the damage and restore the store from a backup."

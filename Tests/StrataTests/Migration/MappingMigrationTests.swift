@@ -82,6 +82,10 @@ import StrataTestSupport
             #expect(new.objectID.primaryKey > 5)         // after every kept key (and the store's reserved block)
         }
         #expect(!FileManager.default.fileExists(atPath: url.path + ".migrating"))
+        // The migrated store kept its page checksums (issue 18): every page checks out.
+        #expect(try Data(contentsOf: url)[20] == 8)
+        let report = try StoreInspector(url: url).check()
+        #expect(report.checksummed && report.isClean, "\(report)")
     }
 
     @Test func aCustomPolicyTransformsValues() throws {

@@ -106,3 +106,36 @@ import Testing
         #expect(StoreOptions().pageChecksums)
     }
 }
+
+/// `replaceStore(withContentsOf:)` copies pages as they are (SQLite's backup API): a backup with
+/// another page-checksum setting than the live store is refused before anything changes.
+@Suite struct PageChecksumReplaceTests {
+    @Test(arguments: [(live: true, backup: false), (live: false, backup: true)])
+    func aBackupWithTheOtherChecksumSettingIsRefusedUntouched(live: Bool, backup: Bool) throws {
+        let directory = TemporaryDirectory()
+        let support = PageChecksumStoreTests()
+        _ = try support.makeStore(directory.file("backup.sqlite"), checksums: backup, values: 1...20_000)
+        _ = try support.makeStore(directory.file("live.sqlite"), checksums: live, values: 1...10)
+        var options = StoreOptions()
+        options.cacheSizeKiB = 64
+        let coordinator = try StoreCoordinator(model: TestModels.numbers(), url: directory.file("live.sqlite"), options: options)
+        #expect(throws: StoreError.self) { try coordinator.replaceStore(withContentsOf: directory.file("backup.sqlite")) }
+        coordinator.close()
+        #expect(try support.values(directory.file("live.sqlite")) == Array(1...10))
+        #expect(try StoreInspector(url: directory.file("live.sqlite")).check().isClean)
+    }
+
+    @Test func aBackupWithTheSameSettingReplacesAndChecksClean() throws {
+        let directory = TemporaryDirectory()
+        let support = PageChecksumStoreTests()
+        _ = try support.makeStore(directory.file("backup.sqlite"), values: 1...20_000)
+        _ = try support.makeStore(directory.file("live.sqlite"), values: 1...10)
+        var options = StoreOptions()
+        options.cacheSizeKiB = 64
+        let coordinator = try StoreCoordinator(model: TestModels.numbers(), url: directory.file("live.sqlite"), options: options)
+        try coordinator.replaceStore(withContentsOf: directory.file("backup.sqlite"))
+        coordinator.close()
+        #expect(try support.values(directory.file("live.sqlite")) == Array(1...20_000))
+        #expect(try StoreInspector(url: directory.file("live.sqlite")).check().isClean)
+    }
+}
