@@ -58,7 +58,11 @@ func main() throws {
             if profile.hasPrefix("raw-") { continue }
             if profile == "import" || (round == 0 && !reuse) {
                 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
-                let container = try PersistentContainer(model: StrataSide.model, url: url)
+                // STRATA_PAGE_CHECKSUMS=0: the store is made without page checksums (issue 18's
+                // overhead, counted by callgrind on both settings).
+                var storeOptions = StoreOptions()
+                storeOptions.pageChecksums = ProcessInfo.processInfo.environment["STRATA_PAGE_CHECKSUMS"] != "0"
+                let container = try PersistentContainer(model: StrataSide.model, url: url, options: storeOptions)
                 let (_, seconds) = try timed { try StrataSide.importAll(data, flights: flights, into: container) }
                 container.coordinator.close()
                 say("import \(seconds)")
