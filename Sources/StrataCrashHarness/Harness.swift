@@ -70,7 +70,7 @@ final class Harness {
             emit("recovered rows=\(rows)")
         case .seedScenario:
             try seedScenario()
-        case .tornCommit, .migrate, .migrateMapping, .exitWithoutClose, .flips:
+        case .tornCommit, .migrate, .migrateMapping, .exitWithoutClose, .flips, .addChecksums:
             break                   // handled before the stack is opened (main.swift)
         }
         container.coordinator.close()

@@ -8,6 +8,8 @@ struct HarnessOptions {
         case exitWithoutClose = "exit-without-close"
         /// The page-checksum flip campaign (FlipCampaignMode.swift): `--commits` flips from `--first`.
         case flips
+        /// StoreCoordinator.addPageChecksums(toStoreAt:) on the store (kill points checksums.*).
+        case addChecksums = "add-checksums"
     }
     enum Journal: String { case wal, delete }
     enum Synchronous: String { case full, normal }
@@ -19,7 +21,7 @@ struct HarnessOptions {
     static let usage = """
         usage: strata-crash-harness --store PATH [--seed N] [--commits N] [--journal wal|delete]
                                     [--synchronous full|normal]
-                                    [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close|flips]
+                                    [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close|flips|add-checksums]
                                     [--first N]
         """
 

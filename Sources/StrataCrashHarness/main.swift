@@ -11,7 +11,7 @@
 //
 //     strata-crash-harness --store PATH [--seed N] [--commits N] [--journal wal|delete]
 //                          [--synchronous full|normal]
-//                          [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close|flips]
+//                          [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close|flips|add-checksums]
 
 import Foundation
 import Logging
@@ -46,6 +46,11 @@ if options.mode == .exitWithoutClose {
 
     do {
         if options.mode == .tornCommit { try tornCommit(options) }
+        if options.mode == .addChecksums {
+            let changed = try StoreCoordinator.addPageChecksums(toStoreAt: URL(fileURLWithPath: options.store))
+            FileHandle.standardOutput.write(Data("checksums added=\(changed)\n".utf8))
+            exit(0)
+        }
         if options.mode == .flips {
             try flipCampaign(options)
             exit(0)
