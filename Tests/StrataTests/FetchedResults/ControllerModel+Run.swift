@@ -247,13 +247,15 @@ final class ControllerModelRun {
             try body()
             return true
         } catch let error as ValidationError {
+            if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("save refused: \(error)") }
             // A refused cascading save puts back what it had pushed (reported as refreshed):
             // lists show the edit and then its undoing.
             mainReverted = true
             let deny = error.failures.contains { $0.rule == .deny }
             tally.outcomes[deny ? "save refused by a deny rule" : "save refused by validation", default: 0] += 1
             return false
-        } catch is MergeConflictError {
+        } catch let error as MergeConflictError {
+            if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("save refused by a conflict: \(error)") }
             mainReverted = true
             tally.outcomes["save refused by a conflict", default: 0] += 1
             return false
