@@ -99,13 +99,16 @@ int strata_page_checksum_matches(const unsigned char *page, int size) {
 
 // MARK: - Header
 
+int strata_header_is_checksummed(const unsigned char header[100]) {
+    return header[20] == STRATA_CHECKSUM_RESERVE || readBE32(header + 68) == (uint32_t)STRATA_CHECKSUM_APPLICATION_ID;
+}
+
 // Learns the checksum flag and page size from a buffer that starts at offset 0 of the database.
 static void learnHeader(StrataFile *file, const unsigned char *header, int amount) {
     if (amount < 100 || memcmp(header, "SQLite format 3", 16) != 0) return;
     int pageSize = (header[16] << 8) | (header[17] << 16);
     if (isPageSize(pageSize)) file->pageSize = pageSize;
-    file->checksummed = file->forced || header[20] == STRATA_CHECKSUM_RESERVE
-        || readBE32(header + 68) == (uint32_t)STRATA_CHECKSUM_APPLICATION_ID;
+    file->checksummed = file->forced || strata_header_is_checksummed(header);
 }
 
 static int checksummed(StrataFile *file) {

@@ -23,6 +23,13 @@ public enum PageChecksum {
     /// The `application_id` of a checksummed store.
     public static let applicationID = Int64(STRATA_CHECKSUM_APPLICATION_ID)
 
+    /// Whether a database header (at least its first 100 bytes) marks a checksummed store: the
+    /// rule Strata's VFS applies (reserve byte 20 is 8, or the application id is ``applicationID``).
+    public static func headerIsChecksummed(_ header: [UInt8]) -> Bool {
+        guard header.count >= 100 else { return false }
+        return header.withUnsafeBufferPointer { strata_header_is_checksummed($0.baseAddress!) != 0 }
+    }
+
     /// Whether the last 8 bytes of `page` are the checksum of the rest. `page.count` is a page
     /// size (a power of two from 512 to 65,536); anything else is `false`.
     public static func matches(_ page: UnsafeRawBufferPointer) -> Bool {

@@ -60,8 +60,7 @@ extension StoreInspector {
         guard header.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, 100, 0) }) == 100,
               header[0..<16].elementsEqual(Array("SQLite format 3".utf8) + [0]) else { return }
         let sizeField = Int(header[16]) << 8 | Int(header[17]) << 16
-        let applicationID = Int64(header[68]) << 24 | Int64(header[69]) << 16 | Int64(header[70]) << 8 | Int64(header[71])
-        report.checksummed = header[20] == PageChecksum.reservedBytes || applicationID == PageChecksum.applicationID
+        report.checksummed = PageChecksum.headerIsChecksummed(header)
         var info = stat()
         guard fstat(fd, &info) == 0 else { return }
         // A flipped page-size field must not hide the other pages: fall back to the size whose
@@ -99,12 +98,13 @@ extension StoreInspector {
 
     static func invariantProblems(db: Connection, schema: Schema) throws -> [String] {
         var problems: [String] = []
-        var rows = 0
+        var metaRows = 0, hasRowOne = false
         var generation: Int64 = 0
-        try db.prepare("SELECT generation FROM strata_meta WHERE id = 1").forEachRow { rows += 1; generation = $0.int64(at: 0) }
-        var metaRows = 0
-        try db.prepare("SELECT count(*) FROM strata_meta").forEachRow { metaRows = Int($0.int64(at: 0)) }
-        if rows != 1 || metaRows != 1 { problems.append("strata_meta has \(metaRows) rows; exactly one (id 1) expected") }
+        try db.prepare("SELECT id, generation FROM strata_meta").forEachRow {
+            metaRows += 1
+            if $0.int64(at: 0) == 1 { hasRowOne = true; generation = $0.int64(at: 1) }
+        }
+        if metaRows != 1 || !hasRowOne { problems.append("strata_meta has \(metaRows) rows; exactly one (id 1) expected") }
         var sequences: [String: (generation: Int64, next: Int64)] = [:]
         try db.prepare("SELECT name, generation, next_pk FROM strata_entity").forEachRow {
             sequences[$0.string(at: 0)] = ($0.int64(at: 1), $0.int64(at: 2))

@@ -23,7 +23,9 @@ extension StoreCoordinator {
         let path = url.path
         let built = path + ".checksumming"
         let fileManager = FileManager.default
-        for suffix in ["", "-journal", "-wal", "-shm"] { try? fileManager.removeItem(atPath: built + suffix) }
+        /// The half-built copy and its journal files, if any.
+        func removeCopy() { for suffix in ["", "-journal", "-wal", "-shm"] { try? fileManager.removeItem(atPath: built + suffix) } }
+        removeCopy()
         var configuration = Connection.Configuration()
         configuration.createIfMissing = false
         configuration.uriFilenames = true
@@ -57,7 +59,7 @@ extension StoreCoordinator {
             // and would go on writing to the file the swap replaces.
             let inUse = walMode && (fileManager.fileExists(atPath: path + "-wal") || fileManager.fileExists(atPath: path + "-shm"))
             guard after.generation == before.generation, after.nonce == before.nonce, !inUse else {
-                for suffix in ["", "-journal", "-wal", "-shm"] { try? fileManager.removeItem(atPath: built + suffix) }
+                removeCopy()
                 throw MigrationError.storeInUse(path: path)
             }
             for suffix in ["-wal", "-shm"] { try? fileManager.removeItem(atPath: built + suffix) }
@@ -68,7 +70,7 @@ extension StoreCoordinator {
             KillPoint.hit("checksums.swapped")
             return true
         } catch let error as SQLiteError {
-            for suffix in ["", "-journal", "-wal", "-shm"] { try? fileManager.removeItem(atPath: built + suffix) }
+            removeCopy()
             if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path) }
             throw StoreError(error, path: path)
         }
