@@ -57,9 +57,14 @@ enum CLI {
         }
         let scratch = TemporaryDirectory("strata-cli-output")
         let outURL = scratch.file("out"), errURL = scratch.file("err")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        // Close-on-exec: a child that another test spawns meanwhile (an exit test counting its
+        // descriptors) must not inherit these; Process dups them onto the CLI's 1 and 2.
+        func create(_ url: URL) throws -> FileHandle {
+            let fd = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw CocoaError(.fileWriteUnknown) }
+            return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        }
+        let out = try create(outURL), err = try create(errURL)
         process.standardOutput = out
         process.standardError = err
         try process.run()

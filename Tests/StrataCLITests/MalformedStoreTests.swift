@@ -24,10 +24,12 @@ import StrataTestSupport
         try db.prepare("PRAGMA page_size").forEachRow { size = $0.int64(at: 0) }
         db.close()
         try #require(page > 1 && size > 0)
-        let handle = try FileHandle(forWritingTo: fixture.url)
-        defer { try? handle.close() }
-        try handle.seek(toOffset: UInt64((page - 1) * size))
-        try handle.write(contentsOf: Data(repeating: 0xFF, count: 64))
+        // Close-on-exec, as every descriptor a test opens while others spawn children.
+        let fd = open(fixture.path, O_WRONLY | O_CLOEXEC)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        let bytes = [UInt8](repeating: 0xFF, count: 64)
+        #expect(pwrite(fd, bytes, bytes.count, off_t((page - 1) * size)) == bytes.count)
         return page
     }
 

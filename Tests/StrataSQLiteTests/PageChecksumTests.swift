@@ -144,14 +144,16 @@ import Testing
         try db.execute("UPDATE t SET score = -1")
         // Flip a byte inside the last frame's page (not its header) while the file is open: the
         // reader's page cache is cold after the write below.
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path + "-wal"))
-        let size = try handle.seekToEnd()
-        try handle.seek(toOffset: size - 1_000)
-        var byte = try #require(try handle.read(upToCount: 1))
+        // (Close-on-exec: other tests spawn children meanwhile.)
+        let fd = open(path + "-wal", O_RDWR | O_CLOEXEC)
+        try #require(fd >= 0)
+        var info = stat()
+        try #require(fstat(fd, &info) == 0)
+        var byte: [UInt8] = [0]
+        #expect(pread(fd, &byte, 1, info.st_size - 1_000) == 1)
         byte[0] ^= 0x01
-        try handle.seek(toOffset: size - 1_000)
-        try handle.write(contentsOf: byte)
-        try handle.close()
+        #expect(pwrite(fd, byte, 1, info.st_size - 1_000) == 1)
+        close(fd)
         let reader = try Connection(path: path)
         #expect(throws: SQLiteError.self) { _ = try Self.sum(reader) }
         #expect(reader.pageChecksumState.faults >= 1)
