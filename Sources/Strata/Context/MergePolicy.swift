@@ -14,6 +14,10 @@
 /// | ``overwrite`` | our whole object | throws | our delete wins |
 /// | ``rollback`` | their whole object (our changes to it are dropped) | their delete wins | throws |
 ///
+/// Under every policy, a save is refused when a to-one it writes names an object another save
+/// deleted after this context read it (the conflict's `theirs` is ``MergeConflict/Value/missing(_:)``):
+/// writing it would leave a dangling reference in the store. Core Data refuses such a save too.
+///
 /// An object deleted on the other side cannot be updated back into existence: only the policies
 /// that let their side win resolve it (the object then leaves the saving context). Nor can our
 /// delete be taken back once saved: its delete rules already changed related objects (nullified
@@ -46,12 +50,16 @@ public struct MergeConflict: Sendable, Equatable, CustomStringConvertible {
         case object(ObjectID?)
         /// The whole object is deleted on that side.
         case deleted
+        /// A to-one destination that side no longer has: ours names an object another save
+        /// deleted after this context read it (a reference no policy can write).
+        case missing(ObjectID)
 
         public var description: String {
             switch self {
             case .attribute(let value): value.map { "\($0)" } ?? "nil"
             case .object(let id): id.map { "\($0)" } ?? "nil"
             case .deleted: "(deleted)"
+            case .missing(let id): "\(id) (deleted)"
             }
         }
     }

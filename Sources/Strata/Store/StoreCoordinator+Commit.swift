@@ -101,6 +101,7 @@ extension StoreCoordinator {
                         resolutions[id] = .deletedByThem
                     }
                 }
+                conflicts += try StoreCoordinator.missingDestinations(db, changes, resolutions, schema: model.schema)
                 if !conflicts.isEmpty { throw MergeConflictError(conflicts: conflicts) }
                 // Membership is not part of a row, so a row conflict does not drop it, unless one
                 // side's row was deleted by someone else.
@@ -252,4 +253,54 @@ enum Resolution: Equatable {
 struct CommitOutcome {
     var result: CommitResult?
     var resolutions: [ObjectID: Resolution]
+}
+
+extension StoreCoordinator {
+    /// The to-ones this commit writes that name a row the store no longer has: another save
+    /// deleted the destination after the saving context read it. Writing them would leave a
+    /// dangling key (a list showing a section for an object that is gone, a fetch through the
+    /// relationship finding nothing), and no policy can write them back into existence, so each
+    /// is a conflict under every policy. Runs after the rows are written, in the commit's
+    /// transaction: destinations inserted by this commit are found, deleted ones are not.
+    ///
+    /// Each destination is looked up once per commit (an import naming a few hundred carriers
+    /// from a million rows makes a few hundred primary-key lookups).
+    static func missingDestinations(_ db: Connection, _ changes: StoreChanges, _ resolutions: [ObjectID: Resolution],
+                                    schema: Schema) throws -> [MergeConflict] {
+        var found = Set<ObjectID>()
+        var gone = Set<ObjectID>()
+        var conflicts: [MergeConflict] = []
+        func check(_ info: EntityInfo, _ key: Int64, _ row: RowSnapshot, original: RowSnapshot?) throws {
+            for i in row.toOnes.indices {
+                guard let destinationKey = row.toOnes[i], destinationKey != original?.toOnes[i] else { continue }
+                let destination = ObjectID(entityName: info.toOneDestinations[i], primaryKey: destinationKey)
+                if found.contains(destination) { continue }
+                if !gone.contains(destination) {
+                    guard let target = schema.infos[destination.entityName] else { continue }
+                    let exists = try db.cachedStatement("SELECT 1 FROM \(target.table) WHERE \(quoted(primaryKeyColumn)) = ?")
+                    try exists.bind(destinationKey, at: 1)
+                    let present = try exists.step()
+                    exists.reset()
+                    if present {
+                        found.insert(destination)
+                        continue
+                    }
+                    gone.insert(destination)
+                }
+                let before: MergeConflict.Value = .object(original?.toOnes[i].map { ObjectID(entityName: destination.entityName, primaryKey: $0) })
+                conflicts.append(MergeConflict(objectID: ObjectID(entityName: info.name, primaryKey: key), key: info.toOnes[i].name,
+                                               ours: .object(destination), original: before,
+                                               theirs: .missing(destination), stored: .missing(destination)))
+            }
+        }
+        for (info, key, row) in changes.inserted { try check(info, key, row, original: nil) }
+        for (info, key, row, original) in changes.updated {
+            switch resolutions[ObjectID(entityName: info.name, primaryKey: key)] {
+            case nil: try check(info, key, row, original: original)
+            case .written(let merged)?: try check(info, key, merged, original: original)
+            case .adoptedTheirs?, .deletedByThem?: continue
+            }
+        }
+        return conflicts
+    }
 }
