@@ -118,4 +118,31 @@ import StrataTestSupport
         container.coordinator.close()
         #expect(try Self.danglingItems(url) == 0)
     }
+
+    /// The check's cost is the destinations, not the rows: 200 new items in 3 categories read
+    /// 3 primary keys.
+    @Test func eachDestinationIsLookedUpOncePerCommit() throws {
+        let container = try PersistentContainer(inMemoryWith: Fixture.model())
+        let update = container.newUpdateContext()
+        let categories = try update.performAndWait {
+            let categories = try (0..<3).map { n in
+                let category = try update.insert("Category")
+                try category.setValue("C\(n)", forKey: "name")
+                return category
+            }
+            try update.saveToStore()
+            return categories
+        }
+        container.coordinator.resetStatistics()
+        try update.performAndWait {
+            for n in 0..<200 {
+                let item = try update.insert("Item")
+                try item.setValue("x\(n)", forKey: "name")
+                try item.setValue(categories[n % 3], forKey: "category")
+            }
+            try update.saveToStore()
+        }
+        let lookups = container.coordinator.statistics.statements.filter { $0.sql.hasPrefix("SELECT 1 FROM") }
+        #expect(lookups.map(\.executed).reduce(0, +) == 3, "\(lookups)")
+    }
 }
