@@ -8,7 +8,7 @@ final class Harness {
     /// The cache name and the request the crash suite checks (the suite builds the same request:
     /// the cache is served only to an identical canonical request).
     static let cacheName = "goods"
-    static func request() -> FetchRequest {
+    static func request() -> AnyFetchRequest {
         FetchRequest(entityName: "Good", sortKeys: [.ascending("category.name"), .ascending("name")])
     }
 

@@ -298,7 +298,7 @@ final class CLIFixture {
 
     /// A results controller with cache `name` fetches (writing the cache); returns its snapshot.
     @discardableResult
-    func makeCache(_ spec: (name: String, request: FetchRequest, section: String?)) throws -> FetchedSnapshot {
+    func makeCache(_ spec: (name: String, request: AnyFetchRequest, section: String?)) throws -> FetchedSnapshot {
         try withCoordinator { coordinator in
             let context = coordinator.newContext(name: "list")
             let controller = FetchedResultsController(fetchRequest: spec.request, managedObjectContext: context,

@@ -28,7 +28,7 @@ enum StoreVerifier {
     static let cacheName = "goods"
 
     /// The request of the harness's controllers (identical, or the cache is never served).
-    static func request() -> FetchRequest {
+    static func request() -> AnyFetchRequest {
         FetchRequest(entityName: "Good", sortKeys: [.ascending("category.name"), .ascending("name")])
     }
 

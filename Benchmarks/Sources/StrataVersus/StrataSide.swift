@@ -74,7 +74,7 @@ enum StrataSide {
 
     /// The results controller's request: sections by airline name, flights by scheduled
     /// departure within them, batches of 50.
-    static func listRequest() -> FetchRequest {
+    static func listRequest() -> AnyFetchRequest {
         var request = FetchRequest(entityName: "Flight", sortKeys: [.ascending("airline.name"), .ascending("sched_dep_time")])
         request.fetchBatchSize = 50
         return request

@@ -28,7 +28,7 @@ public final class FetchedResultsController {
         weak var value: FetchedResultsController?
     }
 
-    public let fetchRequest: FetchRequest
+    public let fetchRequest: FetchRequest<ManagedObject>
     public let managedObjectContext: ManagedObjectContext
     /// The key path whose value names each object's section (through to-one relationships), or
     /// `nil` for one section. It must be the first sort key.
@@ -112,9 +112,9 @@ public final class FetchedResultsController {
     /// True once tracking has run and stopped: the layout may be behind the context.
     private var isStale = false
 
-    public init(fetchRequest: FetchRequest, managedObjectContext: ManagedObjectContext,
-                sectionNameKeyPath: String? = nil, cacheName: String? = nil) {
-        self.fetchRequest = fetchRequest
+    public init<T: ManagedObject>(fetchRequest: FetchRequest<T>, managedObjectContext: ManagedObjectContext,
+                                  sectionNameKeyPath: String? = nil, cacheName: String? = nil) {
+        self.fetchRequest = fetchRequest.untyped
         self.managedObjectContext = managedObjectContext
         self.sectionNameKeyPath = sectionNameKeyPath
         self.cacheName = cacheName

@@ -44,7 +44,12 @@ public struct SortKey: Sendable, Hashable, CustomStringConvertible {
 /// request.fetchLimit = 20
 /// let goods = try context.fetch(request)
 /// ```
-public struct FetchRequest: Sendable, Hashable {
+///
+/// `Result` is the class the fetch returns: ``ManagedObject`` for a request made from an entity
+/// name (the string API, for models built at run time), or a typed class (`FetchRequest<Good>`,
+/// whose entity the class describes; see ``PersistentEntity``). Both run the same code: a typed
+/// request is its entity name, condition and sort keys, with the class on top.
+public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
     public var entityName: String
     /// Which objects: `nil` for all.
     public var predicate: Condition?
@@ -59,6 +64,28 @@ public struct FetchRequest: Sendable, Hashable {
     /// of them at the first access). Core Data's `fetchBatchSize`.
     public var fetchBatchSize: Int = 0
 
+    init(entity entityName: String, predicate: Condition?, sortKeys: [SortKey], fetchLimit: Int?, fetchOffset: Int,
+         includesPendingChanges: Bool) {
+        self.entityName = entityName
+        self.predicate = predicate
+        self.sortKeys = sortKeys
+        self.fetchLimit = fetchLimit
+        self.fetchOffset = fetchOffset
+        self.includesPendingChanges = includesPendingChanges
+    }
+}
+
+extension FetchRequest where Result: PersistentEntity {
+    /// A typed request written with the format language's ``Condition`` and string ``SortKey``s
+    /// (the class gives the entity).
+    public init(condition: Condition? = nil, sortKeys: [SortKey] = [], fetchLimit: Int? = nil, fetchOffset: Int = 0,
+                includesPendingChanges: Bool = true) {
+        self.init(entity: Result.entityName, predicate: condition, sortKeys: sortKeys, fetchLimit: fetchLimit,
+                  fetchOffset: fetchOffset, includesPendingChanges: includesPendingChanges)
+    }
+}
+
+extension FetchRequest where Result == ManagedObject {
     public init(entityName: String, predicate: Condition? = nil, sortKeys: [SortKey] = [], fetchLimit: Int? = nil,
                 fetchOffset: Int = 0, includesPendingChanges: Bool = true) {
         self.entityName = entityName
@@ -67,5 +94,19 @@ public struct FetchRequest: Sendable, Hashable {
         self.fetchLimit = fetchLimit
         self.fetchOffset = fetchOffset
         self.includesPendingChanges = includesPendingChanges
+    }
+}
+
+/// A request whose results are plain ``ManagedObject``s: the string API's request.
+public typealias AnyFetchRequest = FetchRequest<ManagedObject>
+
+extension FetchRequest {
+    /// The same request returning plain ``ManagedObject``s (what controllers and caches keep).
+    public var untyped: FetchRequest<ManagedObject> {
+        var request = FetchRequest<ManagedObject>(entity: entityName, predicate: predicate, sortKeys: sortKeys,
+                                                  fetchLimit: fetchLimit, fetchOffset: fetchOffset,
+                                                  includesPendingChanges: includesPendingChanges)
+        request.fetchBatchSize = fetchBatchSize
+        return request
     }
 }

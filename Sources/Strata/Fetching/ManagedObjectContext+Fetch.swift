@@ -7,7 +7,18 @@ extension ManagedObjectContext {
     ///
     /// - Throws: ``ObjectError/unknownEntity(_:)``, ``ObjectError/unknownKey(entity:key:)`` for a sort
     ///   key the entity lacks, ``StoreError``.
-    public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
+    public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [T] {
+        let objects = try fetchObjects(request.untyped)
+        if T.self == ManagedObject.self { return unsafeBitCast(objects, to: [T].self) }
+        // A typed request: the entity's class must be T (or a subclass), checked once.
+        if let first = objects.first, !(first is T) {
+            throw ObjectError.wrongType(entity: request.entityName, key: "class", expected: "\(T.self)", actual: "\(Swift.type(of: first))")
+        }
+        return objects.map { unsafeDowncast($0, to: T.self) }
+    }
+
+    /// The untyped fetch every typed one runs.
+    func fetchObjects(_ request: FetchRequest<ManagedObject>) throws -> [ManagedObject] {
         assertOnQueue()
         let plan = try FetchPlan(request, schema: schema)
         if hasPendingChanges(for: plan) { return try fetchMergingPendingChanges(plan) }
@@ -35,8 +46,8 @@ extension ManagedObjectContext {
     }
 
     /// Typed fetch: the objects as `T` (the class named for the entity in the model).
-    public func fetch<T: ManagedObject>(_ request: FetchRequest, as type: T.Type) throws -> [T] {
-        try fetch(request).map {
+    public func fetch<T: ManagedObject>(_ request: FetchRequest<ManagedObject>, as type: T.Type) throws -> [T] {
+        try fetchObjects(request).map {
             guard let typed = $0 as? T else {
                 throw ObjectError.wrongType(entity: request.entityName, key: "class", expected: "\(T.self)", actual: "\(Swift.type(of: $0))")
             }
@@ -45,9 +56,9 @@ extension ManagedObjectContext {
     }
 
     /// The IDs `request` matches, in order, without materialising objects when nothing is pending.
-    public func fetchObjectIDs(_ request: FetchRequest) throws -> [ObjectID] {
+    public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [ObjectID] {
         assertOnQueue()
-        let plan = try FetchPlan(request, schema: schema)
+        let plan = try FetchPlan(request.untyped, schema: schema)
         if hasPendingChanges(for: plan) { return try fetchMergingPendingChanges(plan).map(\.objectID) }
         let sql = plan.selectSQL("t0.\(quoted(primaryKeyColumn))")
         let name = plan.info.name
@@ -61,9 +72,9 @@ extension ManagedObjectContext {
     }
 
     /// How many objects `request` matches (its limit and offset applied).
-    public func count(for request: FetchRequest) throws -> Int {
+    public func count<T: ManagedObject>(for request: FetchRequest<T>) throws -> Int {
         assertOnQueue()
-        let plan = try FetchPlan(request, schema: schema)
+        let plan = try FetchPlan(request.untyped, schema: schema)
         if hasPendingChanges(for: plan) { return try fetchMergingPendingChanges(plan).count }
         let total: Int = try coordinator.withConnection { db in
             let statement = try db.cachedStatement("SELECT count(*) FROM \(plan.info.table) AS t0" + plan.whereSQL)
@@ -128,7 +139,7 @@ extension ManagedObjectContext {
 
 /// A fetch request checked against the model: entity, predicate and sort keys resolved, SQL built.
 struct FetchPlan {
-    var request: FetchRequest
+    var request: FetchRequest<ManagedObject>
     let info: EntityInfo
     let condition: BoundCondition?
     let sortPaths: [(path: BoundPath, key: SortKey)]
@@ -144,7 +155,7 @@ struct FetchPlan {
     /// results controller reads beside each ID.
     let sortValueSQL: [String]
 
-    init(_ request: FetchRequest, schema: Schema) throws {
+    init(_ request: FetchRequest<ManagedObject>, schema: Schema) throws {
         guard let info = schema.infos[request.entityName] else { throw ObjectError.unknownEntity(request.entityName) }
         precondition(request.fetchOffset >= 0 && (request.fetchLimit ?? 0) >= 0,
                      "FetchRequest fetchLimit and fetchOffset must not be negative.")

@@ -54,7 +54,7 @@ public struct CanonicalRequest: Codable, Sendable, Equatable {
     public var fetchLimit: Int?
     public var fetchOffset: Int
 
-    public init(_ request: FetchRequest, sectionKeyPath: String?) {
+    public init(_ request: FetchRequest<ManagedObject>, sectionKeyPath: String?) {
         entity = request.entityName
         predicate = request.predicate?.description
         sortKeys = request.sortKeys.map { Sort(key: $0.key, ascending: $0.ascending, comparison: $0.comparison.rawValue) }
@@ -64,7 +64,7 @@ public struct CanonicalRequest: Codable, Sendable, Equatable {
     }
 
     /// The fetch request again (predicate parsed), as `strata cache verify` runs it.
-    public func fetchRequest() throws -> FetchRequest {
+    public func fetchRequest() throws -> FetchRequest<ManagedObject> {
         FetchRequest(entityName: entity, predicate: try predicate.map { try Condition($0) },
                      sortKeys: sortKeys.map { SortKey($0.key, ascending: $0.ascending, comparison: SortKey.Comparison(rawValue: $0.comparison) ?? .binary) },
                      fetchLimit: fetchLimit, fetchOffset: fetchOffset)

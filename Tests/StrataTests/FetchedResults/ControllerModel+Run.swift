@@ -10,7 +10,7 @@ enum ModelContextKind: String, Sendable { case main, writer, observer }
 struct ModelControllerSpec: Sendable {
     let name: String
     let context: ModelContextKind
-    let request: FetchRequest
+    let request: AnyFetchRequest
     let sectionKeyPath: String?
     let cacheName: String?
 

@@ -169,7 +169,7 @@ private struct PropertyRun {
                             "Ugli", "Vanilla", "Walnut", "Yam", "Zucchini", "apricot", "bread", "Éclair"]
 
     let container: PersistentContainer
-    let request: FetchRequest
+    let request: AnyFetchRequest
     var controller: FetchedResultsController
     let recorder = PropertyRecorder()
     var rng: SplitMix64

@@ -25,7 +25,7 @@ import StrataTestSupport
     }
 
     /// The same request on a fresh context of the same coordinator.
-    static func freshLayout(_ container: PersistentContainer, _ request: FetchRequest, sectionKeyPath: String? = nil) throws -> [String] {
+    static func freshLayout(_ container: PersistentContainer, _ request: AnyFetchRequest, sectionKeyPath: String? = nil) throws -> [String] {
         let context = container.coordinator.newContext(name: "fresh")
         return try context.performAndWait {
             let fresh = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: sectionKeyPath)

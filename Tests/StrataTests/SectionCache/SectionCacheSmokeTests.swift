@@ -6,7 +6,7 @@ import StrataTestSupport
 /// The section cache end to end: written at a cold fetch, served warm, stale after a write to an
 /// entity the request reads, still valid after a write to one it does not.
 @Suite struct SectionCacheSmokeTests {
-    static func request() -> FetchRequest {
+    static func request() -> AnyFetchRequest {
         FetchRequest(entityName: "Good", sortKeys: [.ascending("category.name"), .ascending("name")])
     }
 

@@ -25,7 +25,7 @@ final class CacheFixture {
     let directory: TemporaryDirectory
     let url: URL
     let container: PersistentContainer
-    let request: FetchRequest
+    let request: AnyFetchRequest
     let sectionKeyPath: String?
     let cacheURL: URL
     /// The bytes of the cache file the controller wrote at its cold fetch.
@@ -33,7 +33,7 @@ final class CacheFixture {
     /// The snapshot of a controller without a cache name.
     let expected: FetchedSnapshot
 
-    init(request: FetchRequest = CacheFixture.sectionedRequest, sectionKeyPath: String? = "category.name") throws {
+    init(request: AnyFetchRequest = CacheFixture.sectionedRequest, sectionKeyPath: String? = "category.name") throws {
         directory = TemporaryDirectory("strata-cache")
         url = directory.file("goods.sqlite")
         do {
@@ -96,7 +96,7 @@ final class CacheFixture {
         #expect((try? Data(contentsOf: cacheURL)) == bytes, "a served cache is not rewritten", sourceLocation: sourceLocation)
     }
 
-    static func fetch(_ container: PersistentContainer, _ request: FetchRequest, sectionKeyPath: String?,
+    static func fetch(_ container: PersistentContainer, _ request: AnyFetchRequest, sectionKeyPath: String?,
                       cacheName: String?) throws -> CacheFetch {
         let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: container.mainContext,
                                                   sectionNameKeyPath: sectionKeyPath, cacheName: cacheName)
