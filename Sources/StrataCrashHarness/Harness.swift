@@ -16,7 +16,7 @@ final class Harness {
     /// the `main.frc.updated` kill point is reached when main shows a save).
     final class Tracker: FetchedResultsControllerDelegate {
         var reports = 0
-        func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) { reports += 1 }
+        func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent) { reports += 1 }
     }
 
     struct HarnessError: Error, CustomStringConvertible {
@@ -25,7 +25,7 @@ final class Harness {
 
     let options: HarnessOptions
     let container: PersistentContainer
-    let controller: FetchedResultsController
+    let controller: FetchedResultsController<ManagedObject>
     let tracker = Tracker()
     var rng: SplitMix64
 

@@ -242,7 +242,7 @@ enum StrataSide {
     /// A new controller on main: `performFetch()` and the sections (names and counts). The
     /// controller is returned so that the caller releases it after the measurement.
     static func openList(_ container: PersistentContainer, cacheName: String? = nil)
-        throws -> (sections: [(name: String, count: Int)], servedFromCache: Bool, controller: FetchedResultsController) {
+        throws -> (sections: [(name: String, count: Int)], servedFromCache: Bool, controller: FetchedResultsController<ManagedObject>) {
         let main = container.mainContext
         return try main.performAndWait {
             let controller = FetchedResultsController(fetchRequest: listRequest(), managedObjectContext: main,
@@ -280,11 +280,11 @@ final class ChangeRecorder: FetchedResultsControllerDelegate {
     var last: FetchedChanges?
     var onDidChange: (() -> Void)?
 
-    func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) {
+    func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent) {
         if case .changes(let changes) = event { last = changes }
     }
 
-    func controllerDidChangeContent(_ controller: FetchedResultsController) {
+    func controllerDidChangeContent(_ controller: AnyFetchedResultsController) {
         onDidChange?()
         onDidChange = nil
     }
@@ -295,7 +295,7 @@ final class ChangeRecorder: FetchedResultsControllerDelegate {
 /// each change is one move within the section.
 final class ChangeFixture {
     let container: PersistentContainer
-    let controller: FetchedResultsController
+    let controller: FetchedResultsController<ManagedObject>
     let recorder = ChangeRecorder()
     let target: ObjectID
     let rowCount: Int

@@ -139,18 +139,18 @@ public enum FetchedResultsEvent: Sendable {
 /// that does nothing: implement the granularity you need — per change (will/did change, section
 /// and object callbacks), a snapshot, or the whole change set.
 public protocol FetchedResultsControllerDelegate: AnyObject {
-    func controllerWillChangeContent(_ controller: FetchedResultsController)
-    func controller(_ controller: FetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
+    func controllerWillChangeContent(_ controller: AnyFetchedResultsController)
+    func controller(_ controller: AnyFetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
                     for type: FetchedResultsChangeType)
-    func controller(_ controller: FetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
+    func controller(_ controller: AnyFetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
                     for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?)
-    func controllerDidChangeContent(_ controller: FetchedResultsController)
+    func controllerDidChangeContent(_ controller: AnyFetchedResultsController)
     /// The new layout after every change (and after a reload): section names and object IDs.
-    func controller(_ controller: FetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot)
+    func controller(_ controller: AnyFetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot)
     /// The whole change set, or a reload.
-    func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent)
+    func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent)
     /// A change could not be followed (the store could not be read); the layout is unchanged.
-    func controller(_ controller: FetchedResultsController, didFailWith error: FetchedResultsError)
+    func controller(_ controller: AnyFetchedResultsController, didFailWith error: FetchedResultsError)
 }
 
 public enum FetchedResultsChangeType: Sendable, Equatable {
@@ -158,15 +158,15 @@ public enum FetchedResultsChangeType: Sendable, Equatable {
 }
 
 extension FetchedResultsControllerDelegate {
-    public func controllerWillChangeContent(_ controller: FetchedResultsController) {}
-    public func controller(_ controller: FetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
+    public func controllerWillChangeContent(_ controller: AnyFetchedResultsController) {}
+    public func controller(_ controller: AnyFetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
                            for type: FetchedResultsChangeType) {}
-    public func controller(_ controller: FetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
+    public func controller(_ controller: AnyFetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
                            for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?) {}
-    public func controllerDidChangeContent(_ controller: FetchedResultsController) {}
-    public func controller(_ controller: FetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot) {}
-    public func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) {}
-    public func controller(_ controller: FetchedResultsController, didFailWith error: FetchedResultsError) {}
+    public func controllerDidChangeContent(_ controller: AnyFetchedResultsController) {}
+    public func controller(_ controller: AnyFetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot) {}
+    public func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent) {}
+    public func controller(_ controller: AnyFetchedResultsController, didFailWith error: FetchedResultsError) {}
 }
 
 /// A controller refused a request.

@@ -3,7 +3,7 @@ internal import Logging
 internal import StrataSQLite
 
 /// The durable section cache: served when it matches the committed store, rebuilt otherwise.
-extension FetchedResultsController {
+extension AnyFetchedResultsController {
     /// With a cache name and nothing unsaved along the chain for the entities the request reads:
     /// installs the cache when it validates, else fetches from one committed snapshot (rows and
     /// stamp read in the same read transaction), installs that, and schedules the cache's write.
@@ -52,7 +52,7 @@ extension FetchedResultsController {
         let stamp = SectionCacheStamp(storeMetadata, entities: plan.entities)
         let rows = self.rows
         context.coordinator.scheduleCacheWrite(named: cacheName) {
-            FetchedResultsController.cacheFile(rows, stamp: stamp, request: request)
+            AnyFetchedResultsController.cacheFile(rows, stamp: stamp, request: request)
         }
         return true
     }
@@ -98,7 +98,7 @@ extension FetchedResultsController {
         }
         for (a, b) in zip(file.sections, file.sections.dropFirst()) where order(a.value, b.value) >= 0 { throw .badBody }
         // `""` shares `nil`'s section (a file written before that rule is rebuilt).
-        if file.sections.contains(where: { FetchedResultsController.sectionValue($0.value) != $0.value }) { throw .badBody }
+        if file.sections.contains(where: { AnyFetchedResultsController.sectionValue($0.value) != $0.value }) { throw .badBody }
         return file
     }
 

@@ -1,7 +1,7 @@
 internal import StrataSQLite
 
 /// Following the context: re-evaluating changed rows and computing exact change sets.
-extension FetchedResultsController {
+extension AnyFetchedResultsController {
     /// Re-evaluates every changed row of the entity — registered in the context or not — and
     /// every row whose related objects changed a value a key path reads, and reports what moved.
     /// Cost: O(k log n) for k such rows (a key index finds each row's old place, a binary search
@@ -106,7 +106,7 @@ extension FetchedResultsController {
         var rows = before
         var locations = self.locations
         self.locations = KeyLocations()                 // `locations` is now the only owner: no copy
-        let beforeOffsets = FetchedResultsController.offsets(before)
+        let beforeOffsets = AnyFetchedResultsController.offsets(before)
         var tracked = candidates.sorted().map { key -> Tracked in
             var entry = Tracked(key: key)
             if let chunk = locations[key] {
@@ -156,17 +156,17 @@ extension FetchedResultsController {
                 probed[entry.key] = all
                 var stamp = entry.oldStamp
                 if entry.old == nil || named.contains(entry.key) {
-                    if entry.old != nil, FetchedResultsController.changed(subject, old: entry.oldStamp, oldContent: entry.oldContent,
+                    if entry.old != nil, AnyFetchedResultsController.changed(subject, old: entry.oldStamp, oldContent: entry.oldContent,
                                                                          pending: pendingKeys.contains(entry.key)) {
                         changedRows.insert(entry.key)
                     }
-                    stamp = FetchedResultsController.contentStamp(subject.row)
+                    stamp = AnyFetchedResultsController.contentStamp(subject.row)
                     contentStamped.insert(entry.key)
                 } else if entry.oldContent {
                     contentStamped.insert(entry.key)
                 }
                 try rows.insert(key: entry.key, stamp: stamp,
-                                sectionValue: sectioned ? FetchedResultsController.sectionValue(all[0]) : .null, locations: &locations,
+                                sectionValue: sectioned ? AnyFetchedResultsController.sectionValue(all[0]) : .null, locations: &locations,
                                 order: order, makeSection: makeSection) { other in
                     let comparison = plan.compareSortValues(try values(of: other), all)
                     return comparison < 0 || (comparison == 0 && other < entry.key)
@@ -175,7 +175,7 @@ extension FetchedResultsController {
         } catch {
             // Put the last good layout back; the next change re-runs the request.
             self.rows = before
-            self.locations = FetchedResultsController.locations(of: before)
+            self.locations = AnyFetchedResultsController.locations(of: before)
             guard let vanished = error as? VanishedRow else { throw error }
             // A listed row another process deleted, not yet processed here (its news comes with
             // processExternalChanges): the row is gone, so it leaves the list now, as a delete.
@@ -184,7 +184,7 @@ extension FetchedResultsController {
             }
             return try follow(candidates.union([vanished.key]), own, plan)
         }
-        let afterOffsets = FetchedResultsController.offsets(rows)
+        let afterOffsets = AnyFetchedResultsController.offsets(rows)
         for index in tracked.indices {
             guard let chunk = locations[tracked[index].key] else { continue }
             let location = rows.location(of: tracked[index].key, inChunk: chunk, order: order)
@@ -233,7 +233,7 @@ extension FetchedResultsController {
             } else if oldContent.contains(row.key) == row.content {
                 differs = old[i].stamp != row.stamp
             } else if let subject = try VisibleSubject(context: managedObjectContext, info: plan.info, key: row.key) {
-                differs = FetchedResultsController.changed(subject, old: old[i].stamp, oldContent: oldContent.contains(row.key),
+                differs = AnyFetchedResultsController.changed(subject, old: old[i].stamp, oldContent: oldContent.contains(row.key),
                                                            pending: pendingKeys.contains(row.key))
             } else {
                 differs = true
@@ -275,10 +275,10 @@ extension FetchedResultsController {
             }
         }
         // Unchanged rows keep their relative order unless a stamp collided: any that did not are changed too.
-        let staying = Set(FetchedResultsController.longestIncreasingRun(kept.map(\.oldIndex)).map { kept[$0].key })
+        let staying = Set(AnyFetchedResultsController.longestIncreasingRun(kept.map(\.oldIndex)).map { kept[$0].key })
         for row in kept where !staying.contains(row.key) { changed.insert(row.key) }
 
-        let beforeOffsets = FetchedResultsController.offsets(before), afterOffsets = FetchedResultsController.offsets(after)
+        let beforeOffsets = AnyFetchedResultsController.offsets(before), afterOffsets = AnyFetchedResultsController.offsets(after)
         // Positions of the changed rows: one pass over each layout.
         func positions(_ layout: FetchedRows) -> [Int64: FetchedRows.Location] {
             var found: [Int64: FetchedRows.Location] = [:]
@@ -373,7 +373,7 @@ extension FetchedResultsController {
                     install(try fetchRows(plan))
                     return
                 }
-                rows.chunks[c].stamps[i] = FetchedResultsController.versionStamp(version)
+                rows.chunks[c].stamps[i] = AnyFetchedResultsController.versionStamp(version)
             }
         }
         servedCacheStamp = nil
@@ -445,7 +445,7 @@ extension FetchedResultsController {
         }
         for (_, group) in gaps where group.count > 1 {
             let ordered = group.sorted { $0.oldFlat < $1.oldFlat }
-            let staying = Set(FetchedResultsController.longestIncreasingRun(ordered.map(\.newFlat)).map { ordered[$0].key })
+            let staying = Set(AnyFetchedResultsController.longestIncreasingRun(ordered.map(\.newFlat)).map { ordered[$0].key })
             for entry in ordered where !staying.contains(entry.key) { moved.insert(entry.key) }
         }
 

@@ -20,12 +20,16 @@ internal import StrataSQLite
 /// ```
 ///
 /// Use it on its context's queue only, like the context's objects.
-public final class FetchedResultsController {
+///
+/// This is the controller's whole machinery, shared by every ``FetchedResultsController``: its
+/// delegate methods receive it, so one delegate serves typed and untyped controllers alike.
+/// Compare it with `===` to tell controllers apart.
+public class AnyFetchedResultsController {
     /// Carries the controller to its context's queue from a stream's termination handler.
     // @unchecked because: `value` is only dereferenced inside `context.enqueue`, on the queue the
     // controller is confined to.
     private struct QueueBound: @unchecked Sendable {
-        weak var value: FetchedResultsController?
+        weak var value: AnyFetchedResultsController?
     }
 
     public let fetchRequest: FetchRequest<ManagedObject>
@@ -70,7 +74,7 @@ public final class FetchedResultsController {
 
     /// The index title of a section name. Default: the name's first letter, capitalised (`"#"`
     /// for the `""` section of `nil` values).
-    public var sectionIndexTitle: (String) -> String? = FetchedResultsController.defaultIndexTitle
+    public var sectionIndexTitle: (String) -> String? = AnyFetchedResultsController.defaultIndexTitle
 
     var plan: FetchPlan?
     /// What the plan's rows depend on beyond their own row (derived once per fetch).
@@ -112,9 +116,9 @@ public final class FetchedResultsController {
     /// True once tracking has run and stopped: the layout may be behind the context.
     private var isStale = false
 
-    public init<T: ManagedObject>(fetchRequest: FetchRequest<T>, managedObjectContext: ManagedObjectContext,
-                                  sectionNameKeyPath: String? = nil, cacheName: String? = nil) {
-        self.fetchRequest = fetchRequest.untyped
+    init(untyped fetchRequest: FetchRequest<ManagedObject>, managedObjectContext: ManagedObjectContext,
+         sectionNameKeyPath: String?, cacheName: String?) {
+        self.fetchRequest = fetchRequest
         self.managedObjectContext = managedObjectContext
         self.sectionNameKeyPath = sectionNameKeyPath
         self.cacheName = cacheName
@@ -192,8 +196,8 @@ public final class FetchedResultsController {
         if plan.request.includesPendingChanges, context.chainHasPendingChanges(plan.entities) {
             return try context.fetch(plan.request).map { object in
                 let values = try plan.sortValues(ObjectSubject(object: object, context: context))
-                return FetchedRow(key: object.objectID.primaryKey, section: sectioned ? FetchedResultsController.sectionValue(values[0]) : .null,
-                                  stamp: FetchedResultsController.contentStamp(object.current), content: true)
+                return FetchedRow(key: object.objectID.primaryKey, section: sectioned ? AnyFetchedResultsController.sectionValue(values[0]) : .null,
+                                  stamp: AnyFetchedResultsController.contentStamp(object.current), content: true)
             }
         }
         return try context.coordinator.withConnection { try fetchRows(plan, on: $0) }
@@ -211,7 +215,7 @@ public final class FetchedResultsController {
         // per-row values array or string.
         var section: SQLiteValue = .null
         try statement.forEachRow { row in
-            let stamp = FetchedResultsController.versionStamp(row.int64(at: count + 1))
+            let stamp = AnyFetchedResultsController.versionStamp(row.int64(at: count + 1))
             if sectioned {
                 let storage = row.storageClass(at: 1)
                 switch storage {
@@ -227,7 +231,7 @@ public final class FetchedResultsController {
                 case .null: section = .null
                 }
             }
-            rows.append(FetchedRow(key: row.int64(at: 0), section: sectioned ? FetchedResultsController.sectionValue(section) : .null,
+            rows.append(FetchedRow(key: row.int64(at: 0), section: sectioned ? AnyFetchedResultsController.sectionValue(section) : .null,
                                    stamp: stamp))
         }
         return rows
@@ -301,7 +305,7 @@ public final class FetchedResultsController {
 
     func makeSection(_ value: SQLiteValue) -> (name: String, title: String?) {
         guard sectionNameKeyPath != nil else { return ("", nil) }
-        let name = FetchedResultsController.sectionName(value)
+        let name = AnyFetchedResultsController.sectionName(value)
         return (name, sectionIndexTitle(name))
     }
 
@@ -392,7 +396,7 @@ public final class FetchedResultsController {
     }
 
     /// Every fetched object, in order, materialised in batches. Read it on the context's queue.
-    public var fetchedObjects: [ManagedObject]? {
+    public var fetchedManagedObjects: [ManagedObject]? {
         get throws {
             assertOnQueue()
             guard plan != nil else { return nil }
@@ -402,7 +406,7 @@ public final class FetchedResultsController {
 
     /// The object at `indexPath`; a fault is read together with the rest of its batch (one
     /// statement for up to ``FetchRequest/fetchBatchSize`` rows).
-    public func object(at indexPath: FetchedIndexPath) throws -> ManagedObject {
+    public func managedObject(at indexPath: FetchedIndexPath) throws -> ManagedObject {
         assertOnQueue()
         precondition(indexPath.section >= 0 && indexPath.section < rows.sections.count && indexPath.item >= 0
                         && indexPath.item < rows.sections[indexPath.section].count,

@@ -188,7 +188,7 @@ extension ManagedObjectContext {
     }
 }
 
-extension FetchedResultsController {
+extension AnyFetchedResultsController {
     /// Related entities up to this many rows have their read values loaded at fetch time, so
     /// that the first change to one of their objects is judged by its values, not assumed.
     static let relatedPrefillLimit: Int64 = 100_000
@@ -216,7 +216,7 @@ extension FetchedResultsController {
                 let size = try db.cachedStatement("SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)")
                 var largest: Int64 = 0
                 try size.forEachRow { largest = $0.int64(at: 0) }
-                guard largest <= FetchedResultsController.relatedPrefillLimit else { return nil }
+                guard largest <= AnyFetchedResultsController.relatedPrefillLimit else { return nil }
                 let statement = try db.cachedStatement(
                     "SELECT \(quoted(primaryKeyColumn)), \(columns.joined(separator: ", ")) FROM \(info.table)")
                 var rows: [(Int64, [SQLiteValue])] = []

@@ -303,12 +303,12 @@ extension SectionCacheFile {
         let statement = try db.cachedStatement(sql)
         try statement.bind(arguments)
         try statement.forEachRow { row in
-            let value: SQLiteValue = sectioned ? FetchedResultsController.sectionValue(row.value(at: 1)) : .null
+            let value: SQLiteValue = sectioned ? AnyFetchedResultsController.sectionValue(row.value(at: 1)) : .null
             if let last = sections.last, ScalarOrder.compare(last.value, value) == 0 {
                 sections[sections.count - 1].count += 1
             } else {
-                let name = sectioned ? FetchedResultsController.sectionName(value) : ""
-                let title = sectioned ? FetchedResultsController.defaultIndexTitle(name) : nil
+                let name = sectioned ? AnyFetchedResultsController.sectionName(value) : ""
+                let title = sectioned ? AnyFetchedResultsController.defaultIndexTitle(name) : nil
                 sections.append(SectionCacheSection(value: value, name: name, indexTitle: title, count: 1))
             }
             keys.append(row.int64(at: 0))

@@ -263,18 +263,32 @@ extension StoreCoordinator {
     /// is a conflict under every policy. Runs after the rows are written, in the commit's
     /// transaction: destinations inserted by this commit are found, deleted ones are not.
     ///
-    /// Each destination is looked up once per commit (an import naming a few hundred carriers
-    /// from a million rows makes a few hundred primary-key lookups).
+    /// Each destination is looked up once per commit, and not at all when the commit inserts it
+    /// (an import naming a few hundred existing carriers from a million rows makes a few hundred
+    /// primary-key lookups).
     static func missingDestinations(_ db: Connection, _ changes: StoreChanges, _ resolutions: [ObjectID: Resolution],
                                     schema: Schema) throws -> [MergeConflict] {
         var found = Set<ObjectID>()
         var gone = Set<ObjectID>()
         var conflicts: [MergeConflict] = []
+        var insertedKeys: [String: Set<Int64>] = [:]
+        func inserted(_ entity: String) -> Set<Int64> {
+            if let keys = insertedKeys[entity] { return keys }
+            let keys = Set(changes.inserted.lazy.filter { $0.0.name == entity }.map(\.1))
+            insertedKeys[entity] = keys
+            return keys
+        }
         func check(_ info: EntityInfo, _ key: Int64, _ row: RowSnapshot, original: RowSnapshot?) throws {
             for i in row.toOnes.indices {
                 guard let destinationKey = row.toOnes[i], destinationKey != original?.toOnes[i] else { continue }
                 let destination = ObjectID(entityName: info.toOneDestinations[i], primaryKey: destinationKey)
                 if found.contains(destination) { continue }
+                // A destination this commit inserts is there: no lookup (the keys of each
+                // destination entity gathered once, when first needed).
+                if inserted(destination.entityName).contains(destinationKey) {
+                    found.insert(destination)
+                    continue
+                }
                 if !gone.contains(destination) {
                     guard let target = schema.infos[destination.entityName] else { continue }
                     let exists = try db.cachedStatement("SELECT 1 FROM \(target.table) WHERE \(quoted(primaryKeyColumn)) = ?")

@@ -65,7 +65,7 @@ struct ModelControllerSpec: Sendable {
 /// Records a controller's events.
 final class ModelRecorder: FetchedResultsControllerDelegate {
     var events: [FetchedResultsEvent] = []
-    func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) { events.append(event) }
+    func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent) { events.append(event) }
 }
 
 /// What the model test counts: how often each route, operation and outcome was reached.
@@ -89,7 +89,7 @@ struct ModelTally: Sendable {
 final class ControllerModelRun {
     struct Watched {
         let spec: ModelControllerSpec
-        var controller: FetchedResultsController
+        var controller: FetchedResultsController<ManagedObject>
         var recorder: ModelRecorder
         /// The layout at the last check.
         var layout: ControllerLayout
@@ -465,7 +465,7 @@ final class ControllerModelRun {
 
 /// The cache status of a controller's last fetch, as text for the tallies.
 enum ModelCacheStatus {
-    static func describe(_ controller: FetchedResultsController) -> String {
+    static func describe(_ controller: AnyFetchedResultsController) -> String {
         "\(controller.cacheStatus)"
     }
 }

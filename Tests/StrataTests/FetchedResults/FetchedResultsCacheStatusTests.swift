@@ -10,7 +10,7 @@ protocol LegacyCacheAccessors {
     var lastCacheRejection: SectionCacheRejection? { get }
 }
 
-extension FetchedResultsController: LegacyCacheAccessors {}
+extension FetchedResultsController<ManagedObject>: LegacyCacheAccessors {}
 
 /// ``FetchedResultsController/cacheStatus``: every status a fetch can end in, the deprecated
 /// accessors derived from it, and cache names that can't name a file, refused before anything is

@@ -20,7 +20,7 @@ import StrataTestSupport
         return (container, ids)
     }
 
-    func controller(_ container: PersistentContainer) throws -> FetchedResultsController {
+    func controller(_ container: PersistentContainer) throws -> FetchedResultsController<ManagedObject> {
         let controller = FetchedResultsController(
             fetchRequest: FetchRequest(entityName: "Number", sortKeys: [.ascending("value")]),
             managedObjectContext: container.mainContext)

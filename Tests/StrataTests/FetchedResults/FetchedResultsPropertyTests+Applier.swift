@@ -139,16 +139,16 @@ final class PropertyRecorder: FetchedResultsControllerDelegate {
     var events: [FetchedResultsEvent] = []
     var calls: [Call] = []
 
-    func controllerWillChangeContent(_ controller: FetchedResultsController) { calls.append(.will) }
-    func controller(_ controller: FetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
+    func controllerWillChangeContent(_ controller: AnyFetchedResultsController) { calls.append(.will) }
+    func controller(_ controller: AnyFetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
                     for type: FetchedResultsChangeType) { calls.append(.section(section.name, index, type)) }
-    func controller(_ controller: FetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
+    func controller(_ controller: AnyFetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
                     for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?) {
         calls.append(.object(objectID, indexPath, type, newIndexPath))
     }
-    func controllerDidChangeContent(_ controller: FetchedResultsController) { calls.append(.did) }
-    func controller(_ controller: FetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot) { calls.append(.snapshot(snapshot)) }
-    func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) { events.append(event) }
+    func controllerDidChangeContent(_ controller: AnyFetchedResultsController) { calls.append(.did) }
+    func controller(_ controller: AnyFetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot) { calls.append(.snapshot(snapshot)) }
+    func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent) { events.append(event) }
 
     /// The callbacks a change set should produce.
     static func expectedCalls(_ changes: FetchedChanges) -> [Call] {

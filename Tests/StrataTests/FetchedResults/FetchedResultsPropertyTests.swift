@@ -170,7 +170,7 @@ private struct PropertyRun {
 
     let container: PersistentContainer
     let request: AnyFetchRequest
-    var controller: FetchedResultsController
+    var controller: FetchedResultsController<ManagedObject>
     let recorder = PropertyRecorder()
     var rng: SplitMix64
     /// What main sees, and what the store (and a fresh background context) sees.

@@ -12,7 +12,7 @@ import StrataTestSupport
 
     /// A fetched, sectioned controller on a root context of an in-memory store with three goods
     /// in two categories. The controller holds its context, which holds the coordinator.
-    static func fetchedController() throws -> FetchedResultsController {
+    static func fetchedController() throws -> FetchedResultsController<ManagedObject> {
         let coordinator = try StoreCoordinator(inMemoryWith: TestModels.goods())
         let context = coordinator.newContext(name: "main")
         let request = FetchRequest(entityName: "Good", sortKeys: [.ascending("category.name"), .ascending("name")])
@@ -35,12 +35,12 @@ import StrataTestSupport
     }
 
     /// The ID of the first good (read on the queue, so that only the call under test is off it).
-    static func firstID(_ controller: FetchedResultsController) -> ObjectID {
+    static func firstID(_ controller: AnyFetchedResultsController) -> ObjectID {
         controller.managedObjectContext.performAndWait { controller.snapshot.objectID(at: FetchedIndexPath(item: 0, section: 0)) }
     }
 
     /// Every accessor, on the queue: what the exit-test control runs, and the in-process check.
-    static func useEverything(_ controller: FetchedResultsController) throws {
+    static func useEverything(_ controller: FetchedResultsController<ManagedObject>) throws {
         let context = controller.managedObjectContext
         try context.performAndWait {
             precondition(controller.sections?.map(\.name) == ["Fruit", "Vegetable"])
@@ -217,7 +217,7 @@ import StrataTestSupport
 
     final class Snapshots: FetchedResultsControllerDelegate {
         var counts: [Int] = []
-        func controller(_ controller: FetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot) {
+        func controller(_ controller: AnyFetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot) {
             counts.append(snapshot.numberOfObjects)
         }
     }

@@ -20,7 +20,7 @@ import StrataTestSupport
     }
 
     /// The layout as `Section[key key …]` strings.
-    static func layout(_ controller: FetchedResultsController) -> [String] {
+    static func layout(_ controller: AnyFetchedResultsController) -> [String] {
         controller.snapshot.sections.map { "\($0.name)[" + $0.objectIDs.map { "\($0.primaryKey)" }.joined(separator: " ") + "]" }
     }
 

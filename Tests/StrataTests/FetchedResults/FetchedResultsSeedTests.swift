@@ -8,15 +8,15 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
     var events: [FetchedResultsEvent] = []
     var calls: [String] = []
 
-    func controllerWillChangeContent(_ controller: FetchedResultsController) { calls.append("will") }
-    func controller(_ controller: FetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
+    func controllerWillChangeContent(_ controller: AnyFetchedResultsController) { calls.append("will") }
+    func controller(_ controller: AnyFetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
                     for type: FetchedResultsChangeType) { calls.append("section \(type) \(section.name) \(index)") }
-    func controller(_ controller: FetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
+    func controller(_ controller: AnyFetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
                     for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?) {
         calls.append("object \(type) \(objectID.primaryKey) \(indexPath.map(\.description) ?? "-") \(newIndexPath.map(\.description) ?? "-")")
     }
-    func controllerDidChangeContent(_ controller: FetchedResultsController) { calls.append("did") }
-    func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) { events.append(event) }
+    func controllerDidChangeContent(_ controller: AnyFetchedResultsController) { calls.append("did") }
+    func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent) { events.append(event) }
 
     var lastChanges: FetchedChanges? {
         if case .changes(let changes)? = events.last { return changes }
@@ -28,7 +28,7 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
 @Suite struct FetchedResultsSeedTests {
     struct Fixture {
         let container: PersistentContainer
-        let controller: FetchedResultsController
+        let controller: FetchedResultsController<ManagedObject>
         let delegate = RecordingDelegate()
         var main: ManagedObjectContext { container.mainContext }
 

@@ -11,7 +11,7 @@ import StrataTestSupport
 
     struct Fixture {
         let container: PersistentContainer
-        let controller: FetchedResultsController
+        let controller: FetchedResultsController<ManagedObject>
         let delegate = RecordingDelegate()
         let categories: [ObjectID]
         let goods: [ObjectID]
