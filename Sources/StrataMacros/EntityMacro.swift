@@ -147,8 +147,8 @@ extension EntityMacro: MemberMacro {
         guard diagnostics.isEmpty else { return [] }
         let className = type.name.text
         let access = access(type)
-        let elements = properties.map { "        \(description(of: $0)),\n" }.joined()
-        let list = properties.isEmpty ? "[]" : "[\n\(elements)    ]"
+        let elements = properties.map { "    \(description(of: $0)),\n" }.joined()
+        let list = properties.isEmpty ? "[]" : "[\n\(elements)]"
         let cases = properties.map { "    case \\\(className).\($0.name): \"\($0.name)\"\n" }.joined()
         return [
             """

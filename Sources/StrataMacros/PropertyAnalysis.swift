@@ -197,7 +197,8 @@ enum PropertyAnalysis {
         var initialValue = binding.initializer?.value
         if let value = initialValue, value.is(NilLiteralExprSyntax.self) { initialValue = nil }
 
-        guard let declared = binding.typeAnnotation?.type ?? initialValue.flatMap(literalType) else {
+        // An accessor macro can't add a type, and a computed property must have one.
+        guard let declared = binding.typeAnnotation?.type else {
             diagnostics.append(Diagnostic(node: binding.pattern, message: EntityDiagnostic.error(
                 "persistent property '\(name)' needs a type annotation: write 'var \(name): Type'")))
             return .invalid
@@ -309,17 +310,6 @@ enum PropertyAnalysis {
         return .persistent(property)
     }
 
-    /// The type of a literal initial value (`= 0` is an `Int`), for a property without annotation.
-    static func literalType(_ value: ExprSyntax) -> TypeSyntax? {
-        var value = value
-        if let prefix = value.as(PrefixOperatorExprSyntax.self), prefix.operator.text == "-" { value = prefix.expression }
-        if value.is(IntegerLiteralExprSyntax.self) { return "Int" }
-        if value.is(FloatLiteralExprSyntax.self) { return "Double" }
-        if value.is(StringLiteralExprSyntax.self) { return "String" }
-        if value.is(BooleanLiteralExprSyntax.self) { return "Bool" }
-        return nil
-    }
-
     /// `T` of `Name<T>` (or `Swift.Name<T>`).
     static func genericArgument(of type: TypeSyntax, named name: String) -> TypeSyntax? {
         let clause: GenericArgumentClauseSyntax?
@@ -378,7 +368,7 @@ enum PropertyAnalysis {
                     options.isIndexed = true
                 } else {
                     diagnostics.append(Diagnostic(node: argument.expression, message: EntityDiagnostic.error(
-                        "unknown @Attribute option '\(argument.expression.trimmedDescription)': the option is .indexed")))
+                        "'\(argument.expression.trimmedDescription)' is not an @Attribute option: the option is .indexed (Strata has no unique constraint)")))
                     return nil
                 }
                 continue

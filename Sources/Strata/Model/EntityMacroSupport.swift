@@ -76,6 +76,23 @@ public enum _EntityMacroSupport {
         fatalError("unavailable")
     }
 
+    @available(*, unavailable, message: "ordered to-many relationships are not supported; use Set<Destination> with @Relationship(inverse:)")
+    public static func inferred<Destination: PersistentEntity>(
+        _ name: String, _ type: [Destination].Type, isOptional: Bool, defaultValue: [Destination]?
+    ) -> Property {
+        fatalError("unavailable")
+    }
+
+    @available(*, unavailable, message: "Strata can't store this type: use an attribute type (String, Int, Date, …), an @Entity class, a Set of one, or a Codable type; or mark the property @Transient")
+    public static func inferred<Value>(_ name: String, _ type: Value.Type, isOptional: Bool) -> Property {
+        fatalError("unavailable")
+    }
+
+    @available(*, unavailable, message: "Strata can't store this type: use an attribute type (String, Int, Date, …), an @Entity class, a Set of one, or a Codable type; or mark the property @Transient")
+    public static func inferred<Value>(_ name: String, _ type: Value.Type, isOptional: Bool, defaultValue: Value?) -> Property {
+        fatalError("unavailable")
+    }
+
     @available(*, unavailable, message: "a relationship has no initial value: remove '= …' (declare it optional to start empty)")
     public static func inferred<Destination: PersistentEntity>(
         _ name: String, _ type: Destination.Type, isOptional: Bool, defaultValue: Destination?
@@ -107,6 +124,12 @@ extension ManagedObject {
     public subscript<Destination: ManagedObject>(_persistedRequired key: String) -> Destination {
         get { self[requiredToOne: key] }
         set { self[toOne: key] = newValue }
+    }
+
+    @available(*, unavailable, message: "ordered to-many relationships are not supported; use Set<Destination> with @Relationship(inverse:)")
+    public subscript<Destination: ManagedObject>(_persisted key: String) -> [Destination]? {
+        get { fatalError("unavailable") }
+        set { fatalError("unavailable") }
     }
 
     @available(*, unavailable, message: "a non-optional Codable property needs an initial value (its default): write '= value', or declare it optional ('T?') or required but unset until written ('T!')")
