@@ -224,7 +224,7 @@ enum PropertyAnalysis {
         }
         if let unsupported = unsupportedKind(type) {
             diagnostics.append(Diagnostic(node: declared, message: EntityDiagnostic.error(
-                "'\(name)': \(unsupported) can't be stored: use an attribute type (String, Int, Date, …), an @Entity class, a Set of one, or a Codable type; or mark the property @Transient")))
+                "'\(name)': \(unsupported) can't be stored: use an attribute type (String, Int, Date, …), an @Entity class (a PersistentEntity) or a Set of one, or a Codable type; or mark the property @Transient")))
             return .invalid
         }
 

@@ -236,19 +236,19 @@ struct EntityDiagnosticTests {
             @Entity final class Good: ManagedObject {
                 var pair: (Int, Int)
                           ┬─────────
-                          ╰─ 🛑 'pair': a tuple can't be stored: use an attribute type (String, Int, Date, …), an @Entity class, a Set of one, or a Codable type; or mark the property @Transient
+                          ╰─ 🛑 'pair': a tuple can't be stored: use an attribute type (String, Int, Date, …), an @Entity class (a PersistentEntity) or a Set of one, or a Codable type; or mark the property @Transient
                 var action: () -> Void
                             ┬─────────
-                            ╰─ 🛑 'action': a function can't be stored: use an attribute type (String, Int, Date, …), an @Entity class, a Set of one, or a Codable type; or mark the property @Transient
+                            ╰─ 🛑 'action': a function can't be stored: use an attribute type (String, Int, Date, …), an @Entity class (a PersistentEntity) or a Set of one, or a Codable type; or mark the property @Transient
                 var handler: (@Sendable () -> Void)?
                              ┬──────────────────────
-                             ╰─ 🛑 'handler': a function can't be stored: use an attribute type (String, Int, Date, …), an @Entity class, a Set of one, or a Codable type; or mark the property @Transient
+                             ╰─ 🛑 'handler': a function can't be stored: use an attribute type (String, Int, Date, …), an @Entity class (a PersistentEntity) or a Set of one, or a Codable type; or mark the property @Transient
                 var anything: any Codable
                               ┬──────────
-                              ╰─ 🛑 'anything': an existential or opaque type can't be stored: use an attribute type (String, Int, Date, …), an @Entity class, a Set of one, or a Codable type; or mark the property @Transient
+                              ╰─ 🛑 'anything': an existential or opaque type can't be stored: use an attribute type (String, Int, Date, …), an @Entity class (a PersistentEntity) or a Set of one, or a Codable type; or mark the property @Transient
                 var kind: Good.Type
                           ┬────────
-                          ╰─ 🛑 'kind': a metatype can't be stored: use an attribute type (String, Int, Date, …), an @Entity class, a Set of one, or a Codable type; or mark the property @Transient
+                          ╰─ 🛑 'kind': a metatype can't be stored: use an attribute type (String, Int, Date, …), an @Entity class (a PersistentEntity) or a Set of one, or a Codable type; or mark the property @Transient
                 var nested: String??
                             ┬───────
                             ╰─ 🛑 'nested': a doubly optional type can't be stored: declare it 'T?'

@@ -83,12 +83,12 @@ public enum _EntityMacroSupport {
         fatalError("unavailable")
     }
 
-    @available(*, unavailable, message: "Strata can't store this type: use an attribute type (String, Int, Date, …), an @Entity class, a Set of one, or a Codable type; or mark the property @Transient")
+    @available(*, unavailable, message: "Strata can't store this type: use an attribute type (String, Int, Date, …), an @Entity class (a PersistentEntity) or a Set of one, or a Codable type; or mark the property @Transient")
     public static func inferred<Value>(_ name: String, _ type: Value.Type, isOptional: Bool) -> Property {
         fatalError("unavailable")
     }
 
-    @available(*, unavailable, message: "Strata can't store this type: use an attribute type (String, Int, Date, …), an @Entity class, a Set of one, or a Codable type; or mark the property @Transient")
+    @available(*, unavailable, message: "Strata can't store this type: use an attribute type (String, Int, Date, …), an @Entity class (a PersistentEntity) or a Set of one, or a Codable type; or mark the property @Transient")
     public static func inferred<Value>(_ name: String, _ type: Value.Type, isOptional: Bool, defaultValue: Value?) -> Property {
         fatalError("unavailable")
     }
