@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -18,6 +19,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "602.0.0"),
+        .package(url: "https://github.com/pointfreeco/swift-macro-testing", from: "0.7.0"),
     ],
     targets: [
         .systemLibrary(
@@ -40,9 +43,21 @@ let package = Package(
             dependencies: ["CSQLite", "CStrataVFS"],
             swiftSettings: strictSettings
         ),
+        // The `@Entity` macro family's implementation: a compiler plug-in, run at build time only.
+        .macro(
+            name: "StrataMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "Strata",
-            dependencies: ["StrataSQLite", "CZlib", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["StrataSQLite", "CZlib", "StrataMacros", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -57,6 +72,16 @@ let package = Package(
             name: "StrataTestSupport",
             dependencies: ["Strata", "StrataSQLite"],
             path: "Tests/StrataTestSupport",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "StrataMacrosTests",
+            dependencies: [
+                "StrataMacros",
+                .product(name: "MacroTesting", package: "swift-macro-testing"),
+                .product(name: "SwiftParser", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

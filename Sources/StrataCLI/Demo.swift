@@ -111,44 +111,24 @@ struct Demo: ParsableCommand {
     }
 }
 
-final class Category: ManagedObject {
-    var name: String {
-        get { self[attribute: "name"] ?? "" }
-        set { self[attribute: "name"] = newValue }
-    }
-    var goods: Set<Good> { self[toMany: "goods"] }
+@Entity final class Category: ManagedObject {
+    @Attribute(.indexed) var name: String
+    @Relationship(inverse: \Good.category, deleteRule: .cascade) var goods: Set<Good> = []
 }
 
-final class Good: ManagedObject {
-    var name: String {
-        get { self[attribute: "name"] ?? "" }
-        set { self[attribute: "name"] = newValue }
-    }
-    var number: Int64 {
-        get { self[attribute: "number"] ?? 0 }
-        set { self[attribute: "number"] = newValue }
-    }
-    var category: Category? {
-        get { self[toOne: "category"] }
-        set { self[toOne: "category"] = newValue }
-    }
+@Entity final class Good: ManagedObject {
+    @Attribute(maxLength: 80) var name: String
+    @Attribute(minValue: 0) var number: Int64 = 0
+    var category: Category
 }
 
 enum DemoModel {
     /// The section cache the demo leaves on its store.
     static let cacheName = "goods-by-category"
 
-    static let model = try! Model(version: "demo-1", entities: [
-        Entity("Category", class: Category.self,
-               attributes: [Attribute("name", .string, isOptional: false, isIndexed: true)],
-               relationships: [Relationship("goods", .toMany, to: "Good", inverse: "category", deleteRule: .cascade)]),
-        Entity("Good", class: Good.self,
-               attributes: [
-                   Attribute("name", .string, isOptional: false, maxLength: 80),
-                   Attribute("number", .int64, isOptional: false, defaultValue: .int64(0), minValue: 0),
-               ],
-               relationships: [Relationship("category", .toOne, to: "Category", inverse: "goods", isOptional: false)]),
-    ])
+    /// The same model, and version hash, as the `Entity` values it replaced: stores made by
+    /// earlier demos still open.
+    static let model = try! Model(version: "demo-1", types: [Category.self, Good.self])
 
     static let goods: [(name: String, category: String)] = [
         ("Apple", "Fruit"), ("Banana", "Fruit"), ("Cherry", "Fruit"), ("Date", "Fruit"), ("Elderberry", "Fruit"),

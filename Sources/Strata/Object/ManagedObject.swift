@@ -18,6 +18,9 @@ internal import Foundation
 /// // and name the class in the model: Entity("Good", class: Good.self, attributes: …)
 /// ```
 ///
+/// The `@Entity` macro writes those accessors and the entity from the stored properties:
+/// `@Entity final class Good: ManagedObject { var name: String; var category: Category? }`.
+///
 /// Objects are not `Sendable`: pass ``objectID`` between contexts instead. Touching an object
 /// off its context's queue is a programmer error and stops with a precondition failure.
 open class ManagedObject: Hashable, CustomStringConvertible {
