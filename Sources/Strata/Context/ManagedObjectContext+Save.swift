@@ -213,6 +213,10 @@ extension ManagedObjectContext {
     private func finishSave(_ resolutions: [ObjectID: Resolution], committed: Bool, gather: Bool) -> (RowChanges, [ObjectID: ManagedObject]) {
         var removed: [ObjectID: ManagedObject] = [:]
         var rows = RowChanges()
+        // What a resolution made of values a child pushed here: the children still hold what
+        // they pushed (a row the store dropped, values the policy replaced), so the ones that
+        // merge automatically are told, as of any save they did not make.
+        var news = RowChanges()
         // What a conflict's resolution changed in this context's own objects: news for its
         // observers (a list showing the object), posted before the save's did-save.
         var resolved = ObjectChanges()
@@ -230,6 +234,16 @@ extension ManagedObjectContext {
             // Our to-one changes may have lost: the inverses kept in memory are read again.
             if case .written(let row) = resolution { resetInverses(of: object, ours: object.current, final: row) }
             if case .adoptedTheirs(let row) = resolution { resetInverses(of: object, ours: object.current, final: row) }
+            switch resolution {
+            case .written(let row), .adoptedTheirs(let row):
+                if row.attributes != object.current.attributes || row.toOnes != object.current.toOnes {
+                    var merged = row
+                    if !committed { merged.version = object.current.version }
+                    news.updated.append((id, merged))
+                }
+            case .deletedByThem:
+                news.deleted.insert(id)
+            }
             switch resolution {
             case .written(var row):
                 if !committed { row.version = object.current.version }
@@ -286,6 +300,7 @@ extension ManagedObjectContext {
         deleted = [:]
         goneElsewhere = []
         if !resolved.isEmpty, isObserved { post(.objectsDidChange(resolved), removed: removed) }
+        forward(news, except: nil)
         return (rows, removed)
     }
 

@@ -25,6 +25,20 @@ import StrataTestSupport
         }
     }
 
+    /// A category "C" with an item "x" in the store; returns their IDs.
+    static func seedItem(_ container: PersistentContainer) throws -> (ObjectID, ObjectID) {
+        let seed = container.newUpdateContext()
+        return try seed.performAndWait {
+            let category = try seed.insert("Category")
+            try category.setValue("C", forKey: "name")
+            let item = try seed.insert("Item")
+            try item.setValue("x", forKey: "name")
+            try item.setValue(category, forKey: "category")
+            try seed.saveToStore()
+            return (category.objectID, item.objectID)
+        }
+    }
+
     /// Items whose category key names no category row: must be none, always.
     static func danglingItems(_ url: URL) throws -> Int {
         let coordinator = try StoreCoordinator(model: Fixture.model(), url: url)
@@ -144,5 +158,106 @@ import StrataTestSupport
         }
         let lookups = container.coordinator.statistics.statements.filter { $0.sql.hasPrefix("SELECT 1 FROM") }
         #expect(lookups.map(\.executed).reduce(0, +) == 3, "\(lookups)")
+    }
+}
+
+/// The soak's second finding, after the refusal: main edits an item another coordinator then
+/// deletes, with the category a new item of main's points at; main.save() then writer.save()
+/// is refused (the missing category), the writer rolls back, and main's lists must match a fresh
+/// fetch again (neither the edited item nor the new one exists any more).
+@Suite struct RefusedWriterSaveAfterExternalDeleteTests {
+    typealias Fixture = FetchedResultsRegressionTests
+
+    @Test func mainListsMatchTheStoreAfterTheWriterRollsBack() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("store.sqlite")
+        let container = try PersistentContainer(model: Fixture.model(), url: url)
+        let main = container.mainContext
+        let writer = container.writerContext
+        let (categoryID, itemID) = try DanglingReferenceTests.seedItem(container)
+        let request = FetchRequest(entityName: "Item", sortKeys: [.ascending("name")])
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: main)
+        let delegate = RecordingDelegate()
+        let category = try main.performAndWait {
+            try controller.performFetch()
+            controller.delegate = delegate
+            let item = try main.existingObject(with: itemID)
+            try item.setValue("edited", forKey: "note")
+            let category = try main.existingObject(with: categoryID)
+            try category.setValue("renamed", forKey: "name")   // pending: stays an object, not a fault
+            return category
+        }
+        let other = try StoreCoordinator(model: Fixture.model(), url: url)
+        let elsewhere = other.newContext(name: "elsewhere")
+        try elsewhere.performAndWait {
+            try elsewhere.delete(try elsewhere.existingObject(with: itemID))
+            try elsewhere.delete(try elsewhere.existingObject(with: categoryID))
+            try elsewhere.save()
+        }
+        other.close()
+        _ = try container.coordinator.processExternalChanges()
+        try main.performAndWait {
+            let item = try main.insert("Item")
+            try item.setValue("new", forKey: "name")
+            try item.setValue(category, forKey: "category")
+            try main.save()
+        }
+        let refused = writer.performAndWait { () -> Bool in
+            do { try writer.save(); return false } catch is MergeConflictError { writer.rollback(); return true } catch { return false }
+        }
+        #expect(refused)
+        let fresh = try Fixture.freshLayout(container, request)
+        main.performAndWait { #expect(Fixture.layout(controller) == fresh, "\(delegate.calls)") }
+        container.coordinator.close()
+        #expect(try DanglingReferenceTests.danglingItems(url) == 0)
+    }
+}
+
+/// The soak's third finding (seed 7667667786942605206, batch 6,412 after the refusal above):
+/// main edits an item, another coordinator deletes it, main.save() then writer.save(). The
+/// writer's commit finds the row gone and drops the item (their delete wins), but main, which had
+/// pushed it, was never told: its lists kept the item the store no longer has.
+@Suite struct ResolutionNewsReachChildrenTests {
+    typealias Fixture = FetchedResultsRegressionTests
+
+    @Test(arguments: [MergePolicy.inMemoryWinsPerProperty, .storeWinsPerProperty, .rollback])
+    func itemDroppedByTheWritersCommitLeavesMainsList(policy: MergePolicy) throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("store.sqlite")
+        let container = try PersistentContainer(model: Fixture.model(), url: url)
+        let main = container.mainContext
+        let writer = container.writerContext
+        let (_, itemID) = try DanglingReferenceTests.seedItem(container)
+        for context in [main, writer] { context.performAndWait { context.mergePolicy = policy } }
+        let request = FetchRequest(entityName: "Item", sortKeys: [.ascending("name")])
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: main)
+        let delegate = RecordingDelegate()
+        try main.performAndWait {
+            try controller.performFetch()
+            controller.delegate = delegate
+            try main.existingObject(with: itemID).setValue("edited", forKey: "note")
+        }
+        let other = try StoreCoordinator(model: Fixture.model(), url: url)
+        let elsewhere = other.newContext(name: "elsewhere")
+        try elsewhere.performAndWait {
+            try elsewhere.delete(try elsewhere.existingObject(with: itemID))
+            try elsewhere.save()
+        }
+        other.close()
+        _ = try container.coordinator.processExternalChanges()
+        var outcome = "saved"
+        do {
+            try main.performAndWait { try main.save() }
+            try writer.performAndWait { try writer.save() }
+        } catch let error as MergeConflictError {
+            outcome = "refused: \(error)"
+            writer.performAndWait { writer.rollback() }
+            main.performAndWait { main.rollback() }
+        }
+        main.performAndWait {}
+        let fresh = try Fixture.freshLayout(container, request)
+        #expect(fresh == ["[]"], "\(outcome)")
+        main.performAndWait { #expect(Fixture.layout(controller) == fresh, "\(outcome) \(delegate.calls)") }
+        container.coordinator.close()
     }
 }
