@@ -198,6 +198,11 @@ final class PredicateTranslator {
         }
     }
 
+    private func isString(_ value: Any) -> Bool {
+        let value = unwrappedValue(value)
+        return value is String || value is Substring
+    }
+
     func operand(_ term: Term, in node: Any) throws -> Operand {
         switch term {
         case .value(let value):
@@ -242,6 +247,11 @@ final class PredicateTranslator {
             return branch(test, try compare(l, op, a, options: options, in: node, fold: fold),
                           try compare(l, op, b, options: options, in: node, fold: fold))
         case let (.value(a), .value(b)):
+            // Strings keep Strata's semantics (scalars) next to the key paths they came with
+            // (`(name ?? "é") == "e\u{301}"`); other constants compare the same either way.
+            if isString(a) || isString(b) {
+                return .comparison(Comparison(.constant(try conditionValue(a, in: node)), op, .constant(try conditionValue(b, in: node)), options: options))
+            }
             return .constant(try fold(a, b))
         case (.condition, _), (_, .condition):
             guard op == .equal || op == .notEqual else { throw unsupported(node, "Booleans have no order") }
@@ -282,7 +292,7 @@ final class PredicateTranslator {
         switch element {
         case let .conditional(test, a, b):
             return branch(test, try membership(a, items, in: node, fold: fold), try membership(b, items, in: node, fold: fold))
-        case .value(let value):
+        case .value(let value) where !isString(value):
             return .constant(try fold(value))
         case .condition(let condition):
             let bools = items.compactMap { unwrappedValue($0) as? Bool }
@@ -292,7 +302,7 @@ final class PredicateTranslator {
             case (false, true): return negated(condition)
             case (false, false): return .constant(false)
             }
-        case .path, .ordering:
+        case .value, .path, .ordering:
             let list = try items.map { Operand.constant(try conditionValue($0, in: node)) }
             return .comparison(Comparison(try operand(element, in: node), .in, .list(list)))
         }
@@ -303,7 +313,7 @@ final class PredicateTranslator {
         switch element {
         case let .conditional(test, a, b):
             return branch(test, try between(a, low, high, in: node, fold: fold), try between(b, low, high, in: node, fold: fold))
-        case .value(let value):
+        case .value(let value) where !isString(value):
             return .constant(try fold(value))
         default:
             let bounds = Operand.list([.constant(try conditionValue(low, in: node)), .constant(try conditionValue(high, in: node))])
@@ -620,6 +630,11 @@ final class PredicateTranslator {
         case .or(let terms):
             if any { return .or(try terms.map { try quantify($0, any: true, over: relationship, in: node) }) }
             let reading = terms.filter(mentionsMember)
+            if reading.count > 1, let fused = fusedAlternatives(reading) {
+                let others = terms.filter { !mentionsMember($0) }
+                let quantified = try fused(relationship, node)
+                return others.isEmpty ? quantified : .or(others + [quantified])
+            }
             guard reading.count == 1 else {
                 throw unsupported(node, "allSatisfy with || of several tests of the element: Strata's ALL applies to one comparison (there is no SUBQUERY)")
             }
@@ -659,6 +674,39 @@ final class PredicateTranslator {
         c.lhs = .keyPath(relationship.string + suffix)
         c.quantifier = quantifier
         return c
+    }
+
+    /// ALL members satisfy one of `alternatives` (comparisons of one value of the element), as one
+    /// quantified comparison, for the shapes `??` produces: `(x ?? 0) > 5` is `x == nil OR x > 5`,
+    /// which holds for every member when none has `x <= 5` (NONE x <= 5); `x == nil OR x == 3` is
+    /// `x IN {nil, 3}`. Nil when the alternatives have another shape.
+    private func fusedAlternatives(_ alternatives: [Condition]) -> ((KeyPathTerm, Any) throws -> Condition)? {
+        var comparisons: [Comparison] = []
+        for alternative in alternatives {
+            guard case .comparison(let c) = alternative, c.quantifier == nil, c.options.isEmpty,
+                  memberSuffix(c.lhs) != nil, case .constant = c.rhs else { return nil }
+            comparisons.append(c)
+        }
+        guard let path = comparisons.first?.lhs, comparisons.allSatisfy({ $0.lhs == path }) else { return nil }
+        if comparisons.allSatisfy({ $0.op == .equal }) {
+            let list = Comparison(path, .in, .list(comparisons.map(\.rhs)))
+            return { relationship, node in .comparison(try self.quantified(list, .allOf, over: relationship, in: node)) }
+        }
+        guard comparisons.count == 2, let nilTest = comparisons.firstIndex(where: { $0.op == .equal && $0.rhs == .constant(.null) }) else {
+            return nil
+        }
+        var ordering = comparisons[1 - nilTest]
+        let complement: Comparison.Operator? = switch ordering.op {
+        case .less: .greaterOrEqual
+        case .lessOrEqual: .greater
+        case .greater: .lessOrEqual
+        case .greaterOrEqual: .less
+        default: nil
+        }
+        guard let complement, ordering.rhs != .constant(.null) else { return nil }
+        // A member fails `x == nil OR x > c` exactly when x is not nil and not > c: x <= c.
+        ordering.op = complement
+        return { relationship, node in .comparison(try self.quantified(ordering, .noneOf, over: relationship, in: node)) }
     }
 
     /// For a path read from the element: what follows the member marker (`""` or `.title`).
