@@ -305,7 +305,11 @@ extension PredicateExpressions.RangeExpressionContains: StrataTranslatableExpres
     }
 
     private func bounded(_ e: Term, _ low: Term, _ high: Term, closed: Bool, _ translator: PredicateTranslator) throws -> Condition {
-        translator.and(try compare(e, .greaterOrEqual, low, translator), try compare(e, closed ? .lessOrEqual : .less, high, translator))
+        // The branches of `(x ?? fallback)` as a whole, so `x == nil` is tested once.
+        if case let .conditional(test, a, b) = e {
+            return translator.branch(test, try bounded(a, low, high, closed: closed, translator), try bounded(b, low, high, closed: closed, translator))
+        }
+        return translator.and(try compare(e, .greaterOrEqual, low, translator), try compare(e, closed ? .lessOrEqual : .less, high, translator))
     }
 
     private func compare(_ l: Term, _ op: Strata.Comparison.Operator, _ r: Term, _ translator: PredicateTranslator) throws -> Condition {

@@ -1,4 +1,5 @@
 public import Foundation
+internal import StrataSQLite
 
 // Foundation `Predicate<T>` → ``Condition``. The expression tree is walked once, through the
 // conformances in FoundationPredicate+Expressions.swift, into the same tree the format language
@@ -198,6 +199,36 @@ final class PredicateTranslator {
         }
     }
 
+    /// Two constants, at least one a string, compared with Strata's semantics (Unicode scalars,
+    /// `[c]`/`[d]` folding, nil false except for `==`/`!=`); nil when Strata would refuse the
+    /// comparison (mixed types) or the operator is one this doesn't evaluate.
+    func constantStringComparison(_ a: Any, _ op: Comparison.Operator, _ b: Any, _ options: Comparison.Options) -> Bool? {
+        let x = unwrappedValue(a).map { ($0 as? Substring).map(String.init) ?? $0 }, y = unwrappedValue(b).map { ($0 as? Substring).map(String.init) ?? $0 }
+        switch (x, y) {
+        case (nil, nil): return op == .equal ? true : op == .notEqual ? false : nil
+        case (nil, _), (_, nil):
+            switch op {
+            case .equal: return false
+            case .notEqual: return true
+            case .less, .lessOrEqual, .greater, .greaterOrEqual, .contains, .beginsWith, .endsWith, .like: return false
+            default: return nil
+            }
+        default: break
+        }
+        guard let l = x as? String, let r = y as? String else { return nil }
+        let lhs = StringMatching.fold(l, options), rhs = StringMatching.fold(r, options)
+        switch op {
+        case .equal: return lhs.utf8.elementsEqual(rhs.utf8)
+        case .notEqual: return !lhs.utf8.elementsEqual(rhs.utf8)
+        case .less: return lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+        case .lessOrEqual: return !rhs.utf8.lexicographicallyPrecedes(lhs.utf8)
+        case .greater: return rhs.utf8.lexicographicallyPrecedes(lhs.utf8)
+        case .greaterOrEqual: return !lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+        case .contains, .beginsWith, .endsWith, .like: return StringMatching.evaluate(op, options, .text(lhs), .text(rhs))
+        default: return nil
+        }
+    }
+
     private func isString(_ value: Any) -> Bool {
         let value = unwrappedValue(value)
         return value is String || value is Substring
@@ -250,6 +281,7 @@ final class PredicateTranslator {
             // Strings keep Strata's semantics (scalars) next to the key paths they came with
             // (`(name ?? "é") == "e\u{301}"`); other constants compare the same either way.
             if isString(a) || isString(b) {
+                if let result = constantStringComparison(a, op, b, options) { return .constant(result) }
                 return .comparison(Comparison(.constant(try conditionValue(a, in: node)), op, .constant(try conditionValue(b, in: node)), options: options))
             }
             return .constant(try fold(a, b))
@@ -294,6 +326,8 @@ final class PredicateTranslator {
             return branch(test, try membership(a, items, in: node, fold: fold), try membership(b, items, in: node, fold: fold))
         case .value(let value) where !isString(value):
             return .constant(try fold(value))
+        case .value(let value) where items.allSatisfy { isString($0) || unwrappedValue($0) == nil }:
+            return .constant(items.contains { constantStringComparison(value, .equal, $0, []) == true })
         case .condition(let condition):
             let bools = items.compactMap { unwrappedValue($0) as? Bool }
             switch (bools.contains(true), bools.contains(false)) {

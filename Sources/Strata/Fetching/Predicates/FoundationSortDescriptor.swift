@@ -98,7 +98,10 @@ enum PersistentKeyPath {
         for attribute in E.entityDescription.attributes {
             guard let keyPath = E.keyPath(forPropertyNamed: attribute.name) else { continue }
             let description = keyPath.debugDescription
-            if description.hasPrefix(prefix), description.dropFirst(prefix.count) == rest { return [attribute.name] }
+            guard description.hasPrefix(prefix) else { continue }
+            // A trailing `?` wraps a non-optional attribute read through an optional chain.
+            let component = description.dropFirst(prefix.count)
+            if rest == component || rest == component + "?" { return [attribute.name] }
         }
         return match(rest, in: entity)
     }
