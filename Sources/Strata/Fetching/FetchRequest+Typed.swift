@@ -10,8 +10,8 @@ extension FetchRequest {
     /// let goods = try context.fetch(request) as! [Good]
     /// ```
     ///
-    /// The predicate becomes a ``Condition`` (``Condition/init(_:)-(Predicate<T>)``) and each sort
-    /// descriptor a ``SortKey`` (``SortKey/init(_:)-(SortDescriptor<T>)``) right here.
+    /// The predicate becomes a ``Condition`` and each sort descriptor a ``SortKey`` right here
+    /// (see the Predicates article for what translates).
     ///
     /// - Throws: ``PredicateTranslationError`` when the predicate or a sort descriptor has no
     ///   Strata equivalent; nothing has run yet.

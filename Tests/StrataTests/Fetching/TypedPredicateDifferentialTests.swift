@@ -35,18 +35,22 @@ import StrataTestSupport
         let seed = DifferentialSettings.seed
         let cases = Self.cases
         print("TypedPredicateDifferential: seed \(seed) (STRATA_PREDICATE_SEED=\(seed) reproduces this run), \(cases) cases")
+        let clock = ContinuousClock()
+        var timings = Array(repeating: Duration.zero, count: 5)
         var casesRun = 0, disagreements = 0, unicodeExclusions = 0, sameTree = 0, matchedNone = 0, matchedAll = 0
         defer {
             print("typed-predicate-differential: cases=\(casesRun) disagreements=\(disagreements)")
             print("TypedPredicateDifferential: seed=\(seed) excluded: unicode=\(unicodeExclusions) (Swift compares Characters, Strata Unicode scalars); "
-                  + "\(sameTree) translations equal their twin's tree; \(matchedNone) matched no employee, \(matchedAll) all")
+                  + "\(sameTree) translations equal their twin's tree; \(matchedNone) matched no employee, \(matchedAll) all; "
+                  + "time: build \(timings[4]), SQL \(timings[0]), memory \(timings[1]), twin SQL \(timings[2]), Foundation \(timings[3])")
         }
 
         let store = try TestStore(model: CorpModel.model)
         let context = store.context
         try context.performAndWait {
             var dataRNG = SplitMix64(seed: seed)
-            let fixture = try DifferentialFixture.populate(context, rng: &dataRNG)
+            var fixture = try DifferentialFixture.populate(context, rng: &dataRNG)
+            fixture.numbers.sort()          // populate collects some from a dictionary: sorted, a seed reproduces the run
             try context.save()
             let employees = try context.fetch(FetchRequest(entityName: "Employee"), as: Corp.Employee.self)
             #expect(employees.count == fixture.employeeIDs.count)
@@ -68,6 +72,7 @@ import StrataTestSupport
 
             for index in 0..<cases where disagreements < Self.maximumReported {
                 casesRun += 1
+                let t0 = clock.now
                 var twin = Fragment(text: "")
                 let typed = Predicate<Corp.Employee> { root in
                     var generator = TypedPredicateGenerator<CorpFamily>(seed: seed, index: index, fixture: fixture, root: root) { $0 }
@@ -84,6 +89,7 @@ import StrataTestSupport
                     return generator.predicate().expression
                 }
 
+                timings[4] += clock.now - t0
                 let condition: Condition, twinCondition: Condition
                 do {
                     condition = try Condition(typed)
@@ -102,11 +108,17 @@ import StrataTestSupport
                 let sql: Set<ObjectID>, memory: Set<ObjectID>, twinSQL: Set<ObjectID>
                 let foundation: Set<ObjectID>, foundationScalars: Set<ObjectID>
                 do {
+                    let t0 = clock.now
                     sql = Set(try context.fetchObjectIDs(FetchRequest(entityName: "Employee", predicate: condition)))
-                    memory = Set(try employees.filter { try context.evaluate(condition, on: $0) }.map(\.objectID))
+                    let t1 = clock.now
+                    memory = Set(try context.filter(employees, condition).map(\.objectID))
+                    let t2 = clock.now
                     twinSQL = Set(try context.fetchObjectIDs(FetchRequest(entityName: "Employee", predicate: twinCondition)))
+                    let t3 = clock.now
                     foundation = Set(try real.employees.filter { try plain.evaluate($0) }.map(\.objectID))
                     foundationScalars = Set(try scalars.employees.filter { try encoded.evaluate($0) }.map(\.objectID))
+                    let t4 = clock.now
+                    timings[0] += t1 - t0; timings[1] += t2 - t1; timings[2] += t3 - t2; timings[3] += t4 - t3
                 } catch {
                     report(index, "a back end failed: \(error)", condition, twin, typed.expression, [])
                     continue
