@@ -383,3 +383,61 @@ import StrataTestSupport
         }
     }
 }
+
+/// Captured values of every attribute type become the constants the format language takes.
+@Suite struct TypedPredicateValueTests {
+    @Test func everyAttributeTypeTranslatesAndSelectsWhatFoundationSelects() throws {
+        let store = try TestStore(model: CorpModel.model)
+        let context = store.context
+        try context.performAndWait {
+            let when = Date(timeIntervalSinceReferenceDate: 757_382_400), later = when.addingTimeInterval(86_400)
+            let blob = Data([0, 1, 2]), uid = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
+            let link = URL(string: "https://example.com/a")!, amount = Decimal(string: "12.5")!
+            let first = try context.insert(Corp.Sample.self)
+            (first.i16, first.i32, first.i64, first.dbl, first.flt, first.flag) = (1, 2, 3, 1.5, 2.5, true)
+            (first.text, first.when, first.blob, first.uid, first.linkURL, first.amount) = ("a", when, blob, uid, link, amount)
+            let second = try context.insert(Corp.Sample.self)
+            (second.i16, second.i32, second.i64, second.dbl, second.flt, second.flag) = (-1, 20, 3_000_000_000, -0.5, 0.25, false)
+            (second.text, second.when, second.blob) = ("b", later, Data())
+            _ = try context.insert(Corp.Sample.self)                          // all nil
+            try context.save()
+            let samples = try context.fetch(try FetchRequest(Corp.Sample.self), as: Corp.Sample.self)
+            let big: Int64 = 3_000_000_000, half: Float = 2.5
+
+            let cases: [(Predicate<Corp.Sample>, String, [Any?], Int)] = [
+                (#Predicate { $0.i16 == 1 }, "i16 == 1", [], #line),
+                (#Predicate { ($0.i16 ?? 0) < 0 }, "i16 < 0", [], #line),
+                (#Predicate { $0.i32 == 20 }, "i32 == 20", [], #line),
+                (#Predicate { $0.i64 == big }, "i64 == %@", [big], #line),
+                (#Predicate { ($0.i64 ?? 0) > 3 }, "i64 > 3", [], #line),
+                (#Predicate { $0.dbl == 1.5 }, "dbl == 1.5", [], #line),
+                (#Predicate { ($0.dbl ?? 1) < 0 }, "dbl < 0.0", [], #line),
+                (#Predicate { $0.flt == half }, "flt == 2.5", [], #line),
+                (#Predicate { $0.flag == true }, "flag == YES", [], #line),
+                (#Predicate { $0.flag == false }, "flag == NO", [], #line),
+                (#Predicate { $0.flag != true }, "flag != YES", [], #line),
+                (#Predicate { $0.flag ?? false }, "flag == YES", [], #line),
+                (#Predicate { $0.flag ?? true }, "flag == nil OR flag == YES", [], #line),
+                (#Predicate { $0.flag == nil }, "flag == nil", [], #line),
+                (#Predicate { $0.text == "a" }, "text == 'a'", [], #line),
+                (#Predicate { $0.when == when }, "when == %@", [when], #line),
+                (#Predicate { ($0.when ?? later) < later }, "when < %@", [later], #line),
+                (#Predicate { $0.blob == blob }, "blob == %@", [blob], #line),
+                (#Predicate { $0.blob != nil }, "blob != nil", [], #line),
+                (#Predicate { $0.uid == uid }, "uid == %@", [uid], #line),
+                (#Predicate { $0.linkURL == link }, "link == %@", [link], #line),
+                (#Predicate { $0.amount == amount }, "amount == %@", [amount], #line),
+                (#Predicate { ($0.amount ?? 0) > 10 }, "amount > %@", [Decimal(10)], #line),
+            ]
+            for (predicate, twin, arguments, line) in cases {
+                let location = SourceLocation(fileID: #fileID, filePath: #filePath, line: line, column: 1)
+                let condition = try Condition(predicate), twinCondition = try Condition(format: twin, argumentArray: arguments)
+                #expect(condition == twinCondition, "line \(line): `\(condition)` vs `\(twinCondition)`", sourceLocation: location)
+                let sql = try context.fetchObjectIDs(FetchRequest(entityName: "Sample", predicate: condition))
+                let foundation = try samples.filter { try predicate.evaluate($0) }.map(\.objectID)
+                #expect(Set(sql) == Set(foundation), "line \(line): `\(condition)`", sourceLocation: location)
+                #expect(Set(sql) == Set(try context.fetchObjectIDs(FetchRequest(entityName: "Sample", predicate: twinCondition))), sourceLocation: location)
+            }
+        }
+    }
+}

@@ -254,9 +254,6 @@ final class PredicateTranslator {
             if case .double(let number) = converted, number.isNaN { throw unsupported(node, "NaN is not a value a condition can hold") }
             return converted
         }
-        if let raw = value as? any RawRepresentable, let converted = ConditionValue(argument: raw.rawValue) {
-            return converted
-        }
         throw unsupported(node, "a \(type(of: value)) is not a value Strata conditions hold (numbers, Bool, String, Date, Data, UUID, URL, Decimal, ObjectID)")
     }
 
