@@ -45,6 +45,8 @@ import StrataTestSupport
         add(#Predicate<Corp.Employee> { $0.name.starts(with: $0.shout) }, "KeyPath", "is not a persistent property")
         add(#Predicate<Corp.Employee> { ($0.age! + 1) == 30 || $0.objectID == other }, "Arithmetic", "arithmetic")
         add(#Predicate<Corp.Employee> { $0.department?.employees.first?.name == "Ann" }, "KeyPath", "only .count and .isEmpty")
+        let names = ["Ann"]
+        add(#Predicate<Corp.Employee> { $0.name == names[3] }, "CollectionIndexSubscript", "evaluating its constant value failed")
         return cases
     }
 

@@ -59,7 +59,7 @@ struct KeyPathTerm: Equatable {
 
     var components: [String]
     var kind: Kind
-    /// True when the value is nil exactly when a to-one relationship on the way is: a path
+    /// True when the value is nil whenever a to-one relationship on the way is: a path
     /// through to-one relationships to an attribute or an object. An optional chain over such a
     /// path needs no nil test of its own.
     var propagatesNil: Bool
@@ -150,8 +150,11 @@ final class PredicateTranslator {
         // the object, evaluating fails on the unbound variable.
         do {
             return .value(try expression.evaluate(bindings))
-        } catch {
+        } catch let error as PredicateError where error.debugDescription == PredicateError.undefinedVariable.debugDescription {
+            // (Not `error == .undefinedVariable`: Foundation's == loops forever for that case.)
             throw unsupported(expression, "Strata has no equivalent of \(Self.typeName(expression)) on a value read from the object")
+        } catch {
+            throw unsupported(expression, "evaluating its constant value failed: \(error)")
         }
     }
 
