@@ -19,11 +19,22 @@ public protocol PersistentEntity: ManagedObject {
     /// The name of the attribute or relationship that `keyPath` (a key path rooted at this
     /// class, one component long) reads, or nil when it reads no persistent property.
     static func propertyName(for keyPath: AnyKeyPath) -> String?
+
+    /// The key path of the persistent property named `name` (one component long), or nil: the
+    /// inverse of ``propertyName(for:)``.
+    ///
+    /// Only needed to take apart key paths of more than one component, such as
+    /// `SortDescriptor(\Good.category?.name)`: Swift can't split a key path, so Strata compares
+    /// it with the key paths of the properties it could go through. The default returns nil, and
+    /// such a sort descriptor then throws ``PredicateTranslationError``.
+    static func keyPath(forPropertyNamed name: String) -> AnyKeyPath?
 }
 
 extension PersistentEntity {
     /// The entity's name: its description's.
     public static var entityName: String { entityDescription.name }
+
+    public static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? { nil }
 }
 
 extension Model {
