@@ -150,6 +150,7 @@ extension EntityMacro: MemberMacro {
         let elements = properties.map { "    \(description(of: $0)),\n" }.joined()
         let list = properties.isEmpty ? "[]" : "[\n\(elements)]"
         let cases = properties.map { "    case \\\(className).\($0.name): \"\($0.name)\"\n" }.joined()
+        let names = properties.map { "    case \"\($0.name)\": \\\(className).\($0.name)\n" }.joined()
         return [
             """
             \(raw: access)static let entityDescription: Strata.Entity = Strata._EntityMacroSupport.entity(\(entityName(node, type)), class: \(raw: className).self, \(raw: list))
@@ -161,6 +162,13 @@ extension EntityMacro: MemberMacro {
             \(raw: access)static func propertyName(for keyPath: AnyKeyPath) -> String? {
                 switch keyPath {
             \(raw: cases)    default: nil
+                }
+            }
+            """,
+            """
+            \(raw: access)static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                switch name {
+            \(raw: names)    default: nil
                 }
             }
             """,

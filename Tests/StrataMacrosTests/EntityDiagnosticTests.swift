@@ -102,6 +102,15 @@ struct EntityDiagnosticTests {
                         nil
                     }
                 }
+
+                static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
+                    case "name":
+                        \Good.name
+                    default:
+                        nil
+                    }
+                }
             }
 
             extension Good: Strata.PersistentEntity {
@@ -207,6 +216,15 @@ struct EntityDiagnosticTests {
                     switch keyPath {
                     case \Good.name:
                         "name"
+                    default:
+                        nil
+                    }
+                }
+
+                static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
+                    case "name":
+                        \Good.name
                     default:
                         nil
                     }

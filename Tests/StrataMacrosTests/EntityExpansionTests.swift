@@ -68,6 +68,19 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
+                    case "name":
+                        \Good.name
+                    case "number":
+                        \Good.number
+                    case "category":
+                        \Good.category
+                    default:
+                        nil
+                    }
+                }
             }
 
             extension Good: Strata.PersistentEntity {
@@ -119,6 +132,17 @@ struct EntityExpansionTests {
                         "name"
                     case \Category.goods:
                         "goods"
+                    default:
+                        nil
+                    }
+                }
+
+                static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
+                    case "name":
+                        \Category.name
+                    case "goods":
+                        \Category.goods
                     default:
                         nil
                     }
@@ -330,6 +354,43 @@ struct EntityExpansionTests {
                         "spelled"
                     case \Sample.qualified:
                         "qualified"
+                    default:
+                        nil
+                    }
+                }
+
+                static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
+                    case "text":
+                        \Sample.text
+                    case "count":
+                        \Sample.count
+                    case "i64":
+                        \Sample.i64
+                    case "i16":
+                        \Sample.i16
+                    case "i32":
+                        \Sample.i32
+                    case "dbl":
+                        \Sample.dbl
+                    case "flt":
+                        \Sample.flt
+                    case "flag":
+                        \Sample.flag
+                    case "when":
+                        \Sample.when
+                    case "blob":
+                        \Sample.blob
+                    case "uid":
+                        \Sample.uid
+                    case "link":
+                        \Sample.link
+                    case "amount":
+                        \Sample.amount
+                    case "spelled":
+                        \Sample.spelled
+                    case "qualified":
+                        \Sample.qualified
                     default:
                         nil
                     }
@@ -593,6 +654,51 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
+                    case "text":
+                        \Defaults.text
+                    case "count":
+                        \Defaults.count
+                    case "i16":
+                        \Defaults.i16
+                    case "i32":
+                        \Defaults.i32
+                    case "dbl":
+                        \Defaults.dbl
+                    case "flt":
+                        \Defaults.flt
+                    case "flag":
+                        \Defaults.flag
+                    case "blob":
+                        \Defaults.blob
+                    case "amount":
+                        \Defaults.amount
+                    case "title":
+                        \Defaults.title
+                    case "big":
+                        \Defaults.big
+                    case "small":
+                        \Defaults.small
+                    case "ratio":
+                        \Defaults.ratio
+                    case "on":
+                        \Defaults.on
+                    case "start":
+                        \Defaults.start
+                    case "uid":
+                        \Defaults.uid
+                    case "link":
+                        \Defaults.link
+                    case "optionalWithDefault":
+                        \Defaults.optionalWithDefault
+                    case "optionalNil":
+                        \Defaults.optionalNil
+                    default:
+                        nil
+                    }
+                }
             }
 
             extension Defaults: Strata.PersistentEntity {
@@ -660,6 +766,19 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
+                    case "rank":
+                        \Rules.rank
+                    case "code":
+                        \Rules.code
+                    case "when":
+                        \Rules.when
+                    default:
+                        nil
+                    }
+                }
             }
 
             extension Rules: Strata.PersistentEntity {
@@ -711,6 +830,15 @@ struct EntityExpansionTests {
                     switch keyPath {
                     case \Note.text:
                         "text"
+                    default:
+                        nil
+                    }
+                }
+
+                static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
+                    case "text":
+                        \Note.text
                     default:
                         nil
                     }
@@ -830,6 +958,27 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
+                    case "size":
+                        \Gadget.size
+                    case "finish":
+                        \Gadget.finish
+                    case "tags":
+                        \Gadget.tags
+                    case "scores":
+                        \Gadget.scores
+                    case "later":
+                        \Gadget.later
+                    case "labels":
+                        \Gadget.labels
+                    case "form":
+                        \Gadget.form
+                    default:
+                        nil
+                    }
+                }
             }
 
             extension Gadget: Strata.PersistentEntity {
@@ -933,6 +1082,25 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
+                    case "desk":
+                        \Employee.desk
+                    case "department":
+                        \Employee.department
+                    case "badge":
+                        \Employee.badge
+                    case "mentor":
+                        \Employee.mentor
+                    case "company":
+                        \Employee.company
+                    case "projects":
+                        \Employee.projects
+                    default:
+                        nil
+                    }
+                }
             }
 
             extension Employee: Strata.PersistentEntity {
@@ -976,6 +1144,15 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                public static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
+                    case "name":
+                        \Thing.name
+                    default:
+                        nil
+                    }
+                }
             }
 
             extension Thing: Strata.PersistentEntity {
@@ -1002,6 +1179,13 @@ struct EntityExpansionTests {
 
                 static func propertyName(for keyPath: AnyKeyPath) -> String? {
                     switch keyPath {
+                    default:
+                        nil
+                    }
+                }
+
+                static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
+                    switch name {
                     default:
                         nil
                     }

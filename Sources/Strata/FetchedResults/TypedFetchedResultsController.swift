@@ -3,8 +3,8 @@
 ///
 /// ```swift
 /// let request = FetchRequest<Good>(sortBy: [SortDescriptor(\.category?.name), SortDescriptor(\.name)])
-/// let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: main,
-///                                           sectionNameKeyPath: "category.name", cacheName: "goods")
+/// let controller = try FetchedResultsController(request, context: main, sectionBy: \.category?.name,
+///                                               cacheName: "goods")
 /// try main.performAndWait {
 ///     try controller.performFetch()
 ///     let first: Good = try controller.object(at: FetchedIndexPath(item: 0, section: 0))
@@ -44,5 +44,24 @@ public final class FetchedResultsController<Result: ManagedObject>: AnyFetchedRe
             preconditionFailure("FetchedResultsController<\(Result.self)> holds \(type(of: object)) objects of \(object.entityName): name \(Result.self) as the entity's class (Entity(class:) or @Entity).")
         }
         return typed
+    }
+}
+
+extension FetchedResultsController where Result: PersistentEntity {
+    /// A typed controller sectioned by a key path of the class (`\.category?.name`), as
+    /// SwiftData's `@Query(sectionBy:)`; the request's first sort key must read the same path.
+    ///
+    /// - Throws: ``PredicateTranslationError`` when `sectionBy` is not a persistent property of
+    ///   `Result` or a path of them through to-one relationships.
+    public convenience init<Value>(_ request: FetchRequest<Result>, context: ManagedObjectContext,
+                                   sectionBy: KeyPath<Result, Value>, cacheName: String? = nil) throws {
+        let names = try PersistentKeyPath.names(of: sectionBy, rootedAt: Result.self, describing: "sectionBy: \(sectionBy)")
+        self.init(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: names.joined(separator: "."),
+                  cacheName: cacheName)
+    }
+
+    /// A typed controller with one section.
+    public convenience init(_ request: FetchRequest<Result>, context: ManagedObjectContext, cacheName: String? = nil) {
+        self.init(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: cacheName)
     }
 }

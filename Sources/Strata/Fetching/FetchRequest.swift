@@ -63,6 +63,9 @@ public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
     /// How many objects a results controller materialises at once when one is asked for (0: all
     /// of them at the first access). Core Data's `fetchBatchSize`.
     public var fetchBatchSize: Int = 0
+    /// Why a typed request's Foundation predicate or sort descriptor has no Strata equivalent:
+    /// thrown by the fetch, before any SQL runs.
+    var translationError: PredicateTranslationError?
 
     init(entity entityName: String, predicate: Condition?, sortKeys: [SortKey], fetchLimit: Int?, fetchOffset: Int,
          includesPendingChanges: Bool) {
@@ -78,7 +81,7 @@ public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
 extension FetchRequest where Result: PersistentEntity {
     /// A typed request written with the format language's ``Condition`` and string ``SortKey``s
     /// (the class gives the entity).
-    public init(condition: Condition? = nil, sortKeys: [SortKey] = [], fetchLimit: Int? = nil, fetchOffset: Int = 0,
+    public init(condition: Condition?, sortKeys: [SortKey] = [], fetchLimit: Int? = nil, fetchOffset: Int = 0,
                 includesPendingChanges: Bool = true) {
         self.init(entity: Result.entityName, predicate: condition, sortKeys: sortKeys, fetchLimit: fetchLimit,
                   fetchOffset: fetchOffset, includesPendingChanges: includesPendingChanges)
@@ -107,6 +110,7 @@ extension FetchRequest {
                                                   fetchLimit: fetchLimit, fetchOffset: fetchOffset,
                                                   includesPendingChanges: includesPendingChanges)
         request.fetchBatchSize = fetchBatchSize
+        request.translationError = translationError
         return request
     }
 }

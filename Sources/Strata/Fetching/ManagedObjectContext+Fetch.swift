@@ -46,8 +46,8 @@ extension ManagedObjectContext {
     }
 
     /// Typed fetch: the objects as `T` (the class named for the entity in the model).
-    public func fetch<T: ManagedObject>(_ request: FetchRequest<ManagedObject>, as type: T.Type) throws -> [T] {
-        try fetchObjects(request).map {
+    public func fetch<R: ManagedObject, T: ManagedObject>(_ request: FetchRequest<R>, as type: T.Type) throws -> [T] {
+        try fetchObjects(request.untyped).map {
             guard let typed = $0 as? T else {
                 throw ObjectError.wrongType(entity: request.entityName, key: "class", expected: "\(T.self)", actual: "\(Swift.type(of: $0))")
             }
@@ -156,6 +156,7 @@ struct FetchPlan {
     let sortValueSQL: [String]
 
     init(_ request: FetchRequest<ManagedObject>, schema: Schema) throws {
+        if let error = request.translationError { throw error }
         guard let info = schema.infos[request.entityName] else { throw ObjectError.unknownEntity(request.entityName) }
         precondition(request.fetchOffset >= 0 && (request.fetchLimit ?? 0) >= 0,
                      "FetchRequest fetchLimit and fetchOffset must not be negative.")

@@ -9,7 +9,7 @@ internal import StrataSQLite
 /// A Foundation `Predicate` or `SortDescriptor` that has no Strata equivalent.
 ///
 /// Thrown when the predicate or sort descriptor is translated, that is before any SQL runs.
-public enum PredicateTranslationError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum PredicateTranslationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `expression` (Foundation's description of the part that doesn't translate, shortened)
     /// has no equivalent, for `reason`.
     case unsupported(expression: String, reason: String)
