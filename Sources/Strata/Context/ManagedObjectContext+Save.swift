@@ -24,6 +24,7 @@ extension ManagedObjectContext {
     public func save() throws -> CommitResult? {
         assertOnQueue()
         processPendingChanges()
+        leaveGoneObjectsWithNothingToSave()
         guard hasChanges else { return nil }
         KillPoint.hit("save.begin", in: name)
         post(.willSave)
@@ -69,6 +70,7 @@ extension ManagedObjectContext {
         assertOnQueue()
         guard let parent else { return try save() }
         processPendingChanges()
+        leaveGoneObjectsWithNothingToSave()
         var own: Checkpoint?
         var pushed: (checkpoint: Checkpoint, rows: RowChanges)?
         if hasChanges {
@@ -444,5 +446,24 @@ extension ManagedObjectContext {
             fail(info.toManys[index].name, .required, "at least one \(info.toManys[index].destination) is required")
         }
         return failures
+    }
+}
+
+extension ManagedObjectContext {
+    /// Objects whose row another connection deleted while they had changes here, and whose
+    /// changes have since been undone (a value set back to what was read): nothing is left to
+    /// save, and the row is gone, so they leave the context before a save (reported as
+    /// invalidated), as they would have when the deletion was merged. Saved as they are, they
+    /// would stay registered as clean objects that no fetch finds any more.
+    func leaveGoneObjectsWithNothingToSave() {
+        guard !goneElsewhere.isEmpty else { return }
+        var changes = ObjectChanges()
+        var removed: [ObjectID: ManagedObject] = [:]
+        for id in goneElsewhere {
+            guard let object = updated[id], object.current == object.committed else { continue }
+            invalidate(object, into: &changes, removed: &removed)
+            goneElsewhere.remove(id)
+        }
+        if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
     }
 }

@@ -261,3 +261,49 @@ import StrataTestSupport
         container.coordinator.close()
     }
 }
+
+/// The soak's fourth finding (seed 7667667786942605206, batch 6,412): main edits an item,
+/// another coordinator deletes it, main sets the value back; main.save() had nothing of the item
+/// to push, made it a clean object whose row was gone, and main's lists kept it for good.
+@Suite struct UndoneEditOfARowDeletedElsewhereTests {
+    typealias Fixture = FetchedResultsRegressionTests
+
+    @Test func itemLeavesMainsListsAtTheSave() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("store.sqlite")
+        let container = try PersistentContainer(model: Fixture.model(), url: url)
+        let main = container.mainContext
+        let writer = container.writerContext
+        let (_, itemID) = try DanglingReferenceTests.seedItem(container)
+        let request = FetchRequest(entityName: "Item", sortKeys: [.ascending("name")])
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: main)
+        let delegate = RecordingDelegate()
+        try main.performAndWait {
+            try controller.performFetch()
+            controller.delegate = delegate
+            try main.existingObject(with: itemID).setValue(true, forKey: "flag")
+        }
+        let other = try StoreCoordinator(model: Fixture.model(), url: url)
+        let elsewhere = other.newContext(name: "elsewhere")
+        try elsewhere.performAndWait {
+            try elsewhere.delete(try elsewhere.existingObject(with: itemID))
+            try elsewhere.save()
+        }
+        other.close()
+        _ = try container.coordinator.processExternalChanges()
+        try main.performAndWait {
+            let item = try main.existingObject(with: itemID)
+            try item.setValue(false, forKey: "flag")   // back to what was read
+            try main.save()
+        }
+        try writer.performAndWait { try writer.save() }
+        main.performAndWait {}
+        let fresh = try Fixture.freshLayout(container, request)
+        #expect(fresh == ["[]"])
+        main.performAndWait {
+            #expect(Fixture.layout(controller) == fresh, "\(delegate.calls)")
+            #expect(main.registered[itemID] == nil)
+        }
+        container.coordinator.close()
+    }
+}
