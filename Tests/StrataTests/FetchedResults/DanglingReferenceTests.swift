@@ -39,6 +39,19 @@ import StrataTestSupport
         }
     }
 
+    /// Another coordinator on the same file deletes `ids` and saves; `container` hears of it
+    /// through processExternalChanges().
+    static func deleteElsewhere(_ ids: [ObjectID], url: URL, heardBy container: PersistentContainer) throws {
+        let other = try StoreCoordinator(model: Fixture.model(), url: url)
+        let elsewhere = other.newContext(name: "elsewhere")
+        try elsewhere.performAndWait {
+            for id in ids { try elsewhere.delete(try elsewhere.existingObject(with: id)) }
+            try elsewhere.save()
+        }
+        other.close()
+        _ = try container.coordinator.processExternalChanges()
+    }
+
     /// Items whose category key names no category row: must be none, always.
     static func danglingItems(_ url: URL) throws -> Int {
         let coordinator = try StoreCoordinator(model: Fixture.model(), url: url)
@@ -74,14 +87,7 @@ import StrataTestSupport
             try item.setValue(try main.existingObject(with: categoryID), forKey: "category")
             return item.objectID
         }
-        let other = try StoreCoordinator(model: Fixture.model(), url: url)
-        let elsewhere = other.newContext(name: "elsewhere")
-        try elsewhere.performAndWait {
-            try elsewhere.delete(try elsewhere.existingObject(with: categoryID))
-            try elsewhere.save()
-        }
-        other.close()
-        _ = try container.coordinator.processExternalChanges()
+        try DanglingReferenceTests.deleteElsewhere([categoryID], url: url, heardBy: container)
         let generation = try container.coordinator.metadata().generation
         let error = try main.performAndWait {
             try #require(throws: MergeConflictError.self) { try main.saveToStore() }
@@ -187,15 +193,7 @@ import StrataTestSupport
             try category.setValue("renamed", forKey: "name")   // pending: stays an object, not a fault
             return category
         }
-        let other = try StoreCoordinator(model: Fixture.model(), url: url)
-        let elsewhere = other.newContext(name: "elsewhere")
-        try elsewhere.performAndWait {
-            try elsewhere.delete(try elsewhere.existingObject(with: itemID))
-            try elsewhere.delete(try elsewhere.existingObject(with: categoryID))
-            try elsewhere.save()
-        }
-        other.close()
-        _ = try container.coordinator.processExternalChanges()
+        try DanglingReferenceTests.deleteElsewhere([itemID, categoryID], url: url, heardBy: container)
         try main.performAndWait {
             let item = try main.insert("Item")
             try item.setValue("new", forKey: "name")
@@ -237,14 +235,7 @@ import StrataTestSupport
             controller.delegate = delegate
             try main.existingObject(with: itemID).setValue("edited", forKey: "note")
         }
-        let other = try StoreCoordinator(model: Fixture.model(), url: url)
-        let elsewhere = other.newContext(name: "elsewhere")
-        try elsewhere.performAndWait {
-            try elsewhere.delete(try elsewhere.existingObject(with: itemID))
-            try elsewhere.save()
-        }
-        other.close()
-        _ = try container.coordinator.processExternalChanges()
+        try DanglingReferenceTests.deleteElsewhere([itemID], url: url, heardBy: container)
         var outcome = "saved"
         do {
             try main.performAndWait { try main.save() }
@@ -283,14 +274,7 @@ import StrataTestSupport
             controller.delegate = delegate
             try main.existingObject(with: itemID).setValue(true, forKey: "flag")
         }
-        let other = try StoreCoordinator(model: Fixture.model(), url: url)
-        let elsewhere = other.newContext(name: "elsewhere")
-        try elsewhere.performAndWait {
-            try elsewhere.delete(try elsewhere.existingObject(with: itemID))
-            try elsewhere.save()
-        }
-        other.close()
-        _ = try container.coordinator.processExternalChanges()
+        try DanglingReferenceTests.deleteElsewhere([itemID], url: url, heardBy: container)
         try main.performAndWait {
             let item = try main.existingObject(with: itemID)
             try item.setValue(false, forKey: "flag")   // back to what was read
