@@ -235,6 +235,19 @@ public final class ManagedObjectContext: @unchecked Sendable {
         return object
     }
 
+    /// The object for `id` as its typed class (`try context.existingObject(with: id, as: Good.self)`),
+    /// its row read now, as SwiftData's `model(for:)` with the type checked.
+    ///
+    /// - Throws: ``ObjectError/objectNotFound(_:)`` as ``existingObject(with:)``, and
+    ///   ``ObjectError/wrongType(entity:key:expected:actual:)`` when the entity's class is not `T`.
+    public func existingObject<T: ManagedObject>(with id: ObjectID, as type: T.Type) throws -> T {
+        let object = try existingObject(with: id)
+        guard let typed = object as? T else {
+            throw ObjectError.wrongType(entity: id.entityName, key: "class", expected: "\(T.self)", actual: "\(Swift.type(of: object))")
+        }
+        return typed
+    }
+
     /// Reads a fault's row: from the parent context for a child, from the store for a root.
     func fulfill(_ object: ManagedObject) throws {
         guard object.isFault else { return }

@@ -24,34 +24,53 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
     }
 }
 
-/// The seed scenarios: goods in categories on the three-tier stack.
+/// The seed scenarios' model, written as a SwiftData user would: the same entities, names and
+/// hash as `TestModels.goods()`.
+@Entity("Category") final class SeedCategory: ManagedObject {
+    var name: String
+    @Relationship(inverse: \SeedGood.category) var goods: Set<SeedGood> = []
+}
+
+@Entity("Good") final class SeedGood: ManagedObject {
+    var name: String
+    var number: Int64 = 0
+    var category: SeedCategory?
+}
+
+@Entity("Number") final class SeedNumber: ManagedObject {
+    @Attribute(.indexed) var value: Int64
+    var isEven: Bool = false
+    var label: String?
+}
+
+/// The seed scenarios: goods in categories on the three-tier stack, through the typed API
+/// (`@Entity`, `#Predicate`, `SortDescriptor`, `FetchedResultsController<SeedGood>`).
 @Suite struct FetchedResultsSeedTests {
     struct Fixture {
         let container: PersistentContainer
-        let controller: FetchedResultsController<ManagedObject>
+        let controller: FetchedResultsController<SeedGood>
         let delegate = RecordingDelegate()
         var main: ManagedObjectContext { container.mainContext }
 
         /// Fruit: Apple, Banana; Vegetable: Carrot — sectioned by category name, sorted by name.
         init() throws {
-            container = try PersistentContainer(inMemoryWith: TestModels.goods())
+            container = try PersistentContainer(inMemoryWith: try Model(version: "goods-1", types: [SeedCategory.self, SeedGood.self]))
             let update = container.newUpdateContext()
             try update.performAndWait {
                 for (category, goods) in [("Fruit", ["Apple", "Banana"]), ("Vegetable", ["Carrot"])] {
-                    let c = try update.insert("Category")
-                    try c.setValue(category, forKey: "name")
+                    let c = try update.insert(SeedCategory.self)
+                    c.name = category
                     for name in goods {
-                        let g = try update.insert("Good")
-                        try g.setValue(name, forKey: "name")
-                        try g.setValue(c, forKey: "category")
+                        let g = try update.insert(SeedGood.self)
+                        g.name = name
+                        g.category = c
                     }
                 }
                 try update.saveToStore()
             }
-            var request = FetchRequest(entityName: "Good", sortKeys: [.ascending("category.name"), .ascending("name")])
+            var request = FetchRequest<SeedGood>(sortBy: [SortDescriptor(\.category?.name), SortDescriptor(\.name)])
             request.fetchBatchSize = 50
-            controller = FetchedResultsController(fetchRequest: request, managedObjectContext: container.mainContext,
-                                                  sectionNameKeyPath: "category.name")
+            controller = try FetchedResultsController(request, context: container.mainContext, sectionBy: \.category?.name)
             try container.mainContext.performAndWait {
                 try controller.performFetch()
                 controller.delegate = delegate
@@ -62,7 +81,7 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
             main.performAndWait {
                 (controller.sections ?? []).map { section in
                     section.name + ": " + section.objectIDs.map { id in
-                        (try? main.existingObject(with: id).value(forKey: "name") as? String) ?? "?"
+                        (try? main.existingObject(with: id, as: SeedGood.self).name) ?? "?"
                     }.joined(separator: ", ")
                 }
             }
@@ -70,9 +89,14 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
 
         func goodID(_ name: String) throws -> ObjectID {
             try main.performAndWait {
-                try main.fetchObjectIDs(FetchRequest(entityName: "Good", predicate: try Condition("name == %@", name)))[0]
+                try main.fetchObjectIDs(FetchRequest<SeedGood>(predicate: #Predicate { $0.name == name }))[0]
             }
         }
+    }
+
+    @Test func theTypedModelIsTheHandWrittenOne() throws {
+        #expect(try Model(version: "goods-1", types: [SeedCategory.self, SeedGood.self]).versionHash == TestModels.goods().versionHash)
+        #expect(try Model(version: "numbers-1", types: [SeedNumber.self]).versionHash == TestModels.numbers().versionHash)
     }
 
     @Test func sectionsIndexTitlesAndPaths() throws {
@@ -81,10 +105,10 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
         try f.main.performAndWait {
             #expect(f.controller.sectionIndexTitles == ["F", "V"])
             #expect(f.controller.section(forSectionIndexTitle: "V", at: 1) == 1)
-            let banana = try f.controller.object(at: FetchedIndexPath(item: 1, section: 0))
-            #expect(try banana.value(forKey: "name") as? String == "Banana")
+            let banana: SeedGood = try f.controller.object(at: FetchedIndexPath(item: 1, section: 0))
+            #expect(banana.name == "Banana")
             #expect(f.controller.indexPath(for: banana) == FetchedIndexPath(item: 1, section: 0))
-            #expect(try f.controller.fetchedObjects?.count == 3)
+            #expect(try f.controller.fetchedObjects?.map(\.name) == ["Apple", "Banana", "Carrot"])
         }
     }
 
@@ -113,11 +137,11 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
         let f = try Fixture()
         let update = f.container.newUpdateContext()
         let dairy = try update.performAndWait {
-            let category = try update.insert("Category")
-            try category.setValue("Dairy", forKey: "name")
-            let good = try update.insert("Good")
-            try good.setValue("Milk", forKey: "name")
-            try good.setValue(category, forKey: "category")
+            let category = try update.insert(SeedCategory.self)
+            category.name = "Dairy"
+            let good = try update.insert(SeedGood.self)
+            good.name = "Milk"
+            good.category = category
             try update.saveToStore()
             return good.objectID
         }
@@ -138,8 +162,8 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
         let banana = try f.goodID("Banana")
         let update = f.container.newUpdateContext()
         try update.performAndWait {
-            let good = try update.existingObject(with: banana)
-            try good.setValue((good.value(forKey: "number") as? Int64 ?? 0) + 1, forKey: "number")
+            let good = try update.existingObject(with: banana, as: SeedGood.self)
+            good.number += 1
             try update.save()
         }
         f.main.performAndWait {}
@@ -155,7 +179,7 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
         let apple = try f.goodID("Apple")
         let update = f.container.newUpdateContext()
         try update.performAndWait {
-            try update.existingObject(with: apple).setValue("Cherry", forKey: "name")
+            try update.existingObject(with: apple, as: SeedGood.self).name = "Cherry"
             try update.saveToStore()
         }
         f.main.performAndWait {}
@@ -170,8 +194,8 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
         let banana = try f.goodID("Banana")
         let update = f.container.newUpdateContext()
         try update.performAndWait {
-            let vegetable = try update.fetch(FetchRequest(entityName: "Category", predicate: try Condition("name == 'Vegetable'")))[0]
-            try update.existingObject(with: banana).setValue(vegetable, forKey: "category")
+            let vegetable = try update.fetch(FetchRequest<SeedCategory>(predicate: #Predicate { $0.name == "Vegetable" }))[0]
+            try update.existingObject(with: banana, as: SeedGood.self).category = vegetable
             try update.save()
         }
         f.main.performAndWait {}
@@ -185,8 +209,8 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
         let f = try Fixture()
         let update = f.container.newUpdateContext()
         try update.performAndWait {
-            let fruit = try update.fetch(FetchRequest(entityName: "Category", predicate: try Condition("name == 'Fruit'")))[0]
-            try fruit.setValue("Zest", forKey: "name")
+            let fruit = try update.fetch(FetchRequest<SeedCategory>(predicate: #Predicate { $0.name == "Fruit" }))[0]
+            fruit.name = "Zest"
             try update.save()
         }
         f.main.performAndWait {}
@@ -196,12 +220,12 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
     }
 
     @Test func siblingPredicateScenarioReportsAnInsertOnMainsController() throws {
-        let container = try PersistentContainer(inMemoryWith: TestModels.numbers())
+        let container = try PersistentContainer(inMemoryWith: try Model(version: "numbers-1", types: [SeedNumber.self]))
         let background = container.newBackgroundContext()
         let ids = try background.performAndWait {
             let numbers = try (0..<4).map { i in
-                let n = try background.insert("Number")
-                try n.setValue(Int64(i), forKey: "value")
+                let n = try background.insert(SeedNumber.self)
+                n.value = Int64(i)
                 return n
             }
             try background.save()
@@ -210,16 +234,16 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
         container.waitForPendingMerges()
         let delegate = RecordingDelegate()
         let controller = FetchedResultsController(
-            fetchRequest: FetchRequest(entityName: "Number", predicate: try Condition("isEven == YES"), sortKeys: [.ascending("value")]),
-            managedObjectContext: container.mainContext)
+            FetchRequest<SeedNumber>(predicate: #Predicate { $0.isEven }, sortBy: [SortDescriptor(\.value)]),
+            context: container.mainContext)
         try container.mainContext.performAndWait {
             try controller.performFetch()
             controller.delegate = delegate
             #expect(controller.snapshot.objectIDs.isEmpty)
         }
         try background.performAndWait {
-            try background.existingObject(with: ids[0]).setValue(true, forKey: "isEven")
-            try background.existingObject(with: ids[2]).setValue(true, forKey: "isEven")
+            try background.existingObject(with: ids[0], as: SeedNumber.self).isEven = true
+            try background.existingObject(with: ids[2], as: SeedNumber.self).isEven = true
             try background.save()
         }
         container.waitForPendingMerges()
@@ -230,16 +254,21 @@ final class RecordingDelegate: FetchedResultsControllerDelegate {
     }
 
     @Test func aSectionKeyThatIsNotTheFirstSortKeyIsRefusedNamingBoth() throws {
-        let container = try PersistentContainer(inMemoryWith: TestModels.goods())
-        let controller = FetchedResultsController(
+        let container = try PersistentContainer(inMemoryWith: try Model(version: "goods-1", types: [SeedCategory.self, SeedGood.self]))
+        let typed = try FetchedResultsController(FetchRequest<SeedGood>(sortBy: [SortDescriptor(\.name)]),
+                                                 context: container.mainContext, sectionBy: \.category?.name)
+        // The string API (models built at run time) is the same machine and says the same.
+        let untyped = FetchedResultsController(
             fetchRequest: FetchRequest(entityName: "Good", sortKeys: [.ascending("name")]),
             managedObjectContext: container.mainContext, sectionNameKeyPath: "category.name")
-        _ = container.mainContext.performAndWait {
-            #expect(throws: FetchedResultsError.sectionKeyNotFirstSortKey(sectionKeyPath: "category.name", firstSortKey: "name")) {
-                try controller.performFetch()
+        for controller in [typed, untyped] as [AnyFetchedResultsController] {
+            _ = container.mainContext.performAndWait {
+                #expect(throws: FetchedResultsError.sectionKeyNotFirstSortKey(sectionKeyPath: "category.name", firstSortKey: "name")) {
+                    try controller.performFetch()
+                }
             }
         }
-        let unsorted = FetchedResultsController(fetchRequest: FetchRequest(entityName: "Good"), managedObjectContext: container.mainContext)
+        let unsorted = FetchedResultsController(FetchRequest<SeedGood>(), context: container.mainContext)
         _ = container.mainContext.performAndWait {
             #expect(throws: FetchedResultsError.missingSortKeys(entity: "Good")) { try unsorted.performFetch() }
         }
