@@ -64,10 +64,15 @@ extension ManagedObjectContext {
     /// faults, to-many relationships that may list their rows are read again, and observers hear
     /// which entities changed. Objects with pending changes keep them (their save checks the row
     /// versions).
-    func storeChangedElsewhere(_ entities: Set<String>) {
+    func storeChangedElsewhere(_ entities: Set<String>, deleted gone: Set<ObjectID> = []) {
         var changes = ObjectChanges(entitiesChangedElsewhere: entities)
         var removed: [ObjectID: ManagedObject] = [:]
         for object in Array(registered.values) where object.state == .clean || object.state == .updated || object.state == .deleted {
+            if object.state == .clean, gone.contains(object.objectID) {
+                // Known gone (a batch delete): out now, not a fault that fails when read.
+                invalidate(object, into: &changes, removed: &removed)
+                continue
+            }
             if object.state == .clean, !object.isFault, entities.contains(object.entityName) {
                 object.turnIntoFault()
                 changes.refreshed.insert(object.objectID)

@@ -411,17 +411,28 @@ extension ManagedObjectContext {
     }
 
     func validate(_ object: ManagedObject) throws -> [ValidationFailure] {
+        let info = object.info
+        var failures = ManagedObjectContext.rowFailures(object.current, info: info, id: object.objectID)
+        for index in info.requiredToManys where try toManyKeys(object, index).isEmpty {
+            failures.append(ValidationFailure(objectID: object.objectID, key: info.toManys[index].name, rule: .required,
+                                              message: "at least one \(info.toManys[index].destination) is required"))
+        }
+        return failures
+    }
+
+    /// The rules a row breaks on its own (attributes and to-ones; a to-many's members live in
+    /// other rows): what a save checks per object and a batch request per row.
+    static func rowFailures(_ row: RowSnapshot, info: EntityInfo, id: ObjectID) -> [ValidationFailure] {
         var failures: [ValidationFailure] = []
         func fail(_ key: String, _ rule: ValidationFailure.Rule, _ message: String) {
-            failures.append(ValidationFailure(objectID: object.objectID, key: key, rule: rule, message: message))
+            failures.append(ValidationFailure(objectID: id, key: key, rule: rule, message: message))
         }
-        let info = object.info
-        for index in info.requiredAttributes where object.current.attributes[index] == nil {
+        for index in info.requiredAttributes where row.attributes[index] == nil {
             fail(info.attributes[index].name, .required, "a value is required")
         }
         // Only the attributes that have rules: no copy of the others' descriptions per object.
         for (index, attribute) in info.attributeRules {
-            guard let value = object.current.attributes[index] else { continue }
+            guard let value = row.attributes[index] else { continue }
             if let number = value.numericValue {
                 if let min = attribute.minValue, number < min { fail(attribute.name, .minValue, "\(value) is less than \(min)") }
                 if let max = attribute.maxValue, number > max { fail(attribute.name, .maxValue, "\(value) is greater than \(max)") }
@@ -439,11 +450,8 @@ extension ManagedObjectContext {
                 fail(attribute.name, .regex, "\"\(text)\" does not match /\(pattern)/")
             }
         }
-        for index in info.requiredToOnes where object.current.toOnes[index] == nil {
+        for index in info.requiredToOnes where row.toOnes[index] == nil {
             fail(info.toOnes[index].name, .required, "a \(info.toOnes[index].destination) is required")
-        }
-        for index in info.requiredToManys where try toManyKeys(object, index).isEmpty {
-            fail(info.toManys[index].name, .required, "at least one \(info.toManys[index].destination) is required")
         }
         return failures
     }

@@ -116,26 +116,7 @@ extension StoreCoordinator {
                 }
                 guard wrote else { return CommitOutcome(result: nil, resolutions: resolutions) }
                 KillPoint.hit("rows.written", in: origin)
-                let nonce = StoreCoordinator.randomNonce()
-                let bump = try db.cachedStatement(
-                    "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation")
-                try bump.bind(nonce, at: 1)
-                guard try bump.step() else { throw StoreError.notAStrataStore(path: db.path) }
-                let generation = bump.int64(at: 0)
-                while try bump.step() {}
-                KillPoint.hit("generation.bumped", in: origin)
-                for entity in changes.touchedEntities.sorted() {
-                    try db.cachedStatement("UPDATE strata_entity SET generation = ?, nonce = ? WHERE name = ?")
-                        .execute(.integer(generation), .blob(nonce), .text(entity))
-                }
-                KillPoint.hit("entities.stamped", in: origin)
-                // Our own commit is no news for processExternalChanges (data_version ignores it too),
-                // unless another connection committed since it last looked: its changes to the
-                // entities we touched must stay news (found by a model test: an edit from another
-                // process went unreported after our next save).
-                if try db.pragma("data_version") == knownDataVersion {
-                    for entity in changes.touchedEntities { knownEntityGenerations[entity] = generation }
-                }
+                let (generation, nonce) = try stampCommit(db, touching: changes.touchedEntities, origin: origin)
                 if refreshModelJSON {
                     // Same hash, newer defaults or validation rules: keep the stored model current.
                     try db.cachedStatement("UPDATE strata_meta SET model_version = ?, model_json = ? WHERE id = 1")
@@ -150,6 +131,34 @@ extension StoreCoordinator {
         }
         if let result = outcome.result { scheduleCacheRefreshes(touching: result.touchedEntities) }
         return outcome
+    }
+
+    /// The end of every commit's transaction (a save's or a batch request's): bumps the store's
+    /// generation with a fresh nonce and stamps the touched entities with both, so that no
+    /// section cache written before it can pass for current. Call under the lock, inside the
+    /// transaction, after the rows are written.
+    func stampCommit(_ db: Connection, touching touched: Set<String>, origin: String?) throws -> (Int64, Data) {
+        let nonce = StoreCoordinator.randomNonce()
+        let bump = try db.cachedStatement(
+            "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation")
+        try bump.bind(nonce, at: 1)
+        guard try bump.step() else { throw StoreError.notAStrataStore(path: db.path) }
+        let generation = bump.int64(at: 0)
+        while try bump.step() {}
+        KillPoint.hit("generation.bumped", in: origin)
+        for entity in touched.sorted() {
+            try db.cachedStatement("UPDATE strata_entity SET generation = ?, nonce = ? WHERE name = ?")
+                .execute(.integer(generation), .blob(nonce), .text(entity))
+        }
+        KillPoint.hit("entities.stamped", in: origin)
+        // Our own commit is no news for processExternalChanges (data_version ignores it too),
+        // unless another connection committed since it last looked: its changes to the
+        // entities we touched must stay news (found by a model test: an edit from another
+        // process went unreported after our next save).
+        if try db.pragma("data_version") == knownDataVersion {
+            for entity in touched { knownEntityGenerations[entity] = generation }
+        }
+        return (generation, nonce)
     }
 
     /// The stored row `key` of `info`, or `nil`.

@@ -138,10 +138,18 @@ public final class StoreCoordinator: @unchecked Sendable {
             return Set(generations.filter { knownEntityGenerations[$0.key] != $0.value }.keys)
         }
         guard !touched.isEmpty else { return [] }
-        for context in contexts.withLock({ $0.compactMap(\.context) }) {
-            context.enqueue { context.storeChangedElsewhere(touched) }
-        }
+        tellContexts(changed: touched)
         return touched
+    }
+
+    /// Tells every context of this coordinator that rows of `entities` changed without passing
+    /// through them (another connection's commit, a batch request), in registration order, so
+    /// that a parent has taken the news before its children read through it. Objects of
+    /// `deleted` leave the contexts that hold them unchanged (reported as invalidated).
+    func tellContexts(changed entities: Set<String>, deleted: Set<ObjectID> = []) {
+        for context in contexts.withLock({ $0.compactMap(\.context) }) {
+            context.enqueue { context.storeChangedElsewhere(entities, deleted: deleted) }
+        }
     }
 
     /// Starts the bookkeeping of ``processExternalChanges()`` (at open).

@@ -1,0 +1,319 @@
+internal import Foundation
+internal import StrataSQLite
+
+// Batch requests: one transaction each, no objects, the same stamps as a save's commit, then the
+// news to every context (see BatchRequests.swift).
+extension StoreCoordinator {
+    /// Kill points inside a batch's transaction are named `batch.<point>`.
+    private static let batchOrigin = "batch"
+
+    /// Inserts the request's rows in one transaction and merges them into every context (a
+    /// results controller whose request they match reports them as inserts).
+    ///
+    /// - Throws: ``ValidationError`` (the rows' IDs are the keys they would have had),
+    ///   ``ObjectError`` for a wrong key or value, ``BatchError/missingDestinations(entity:key:count:)``.
+    ///   Nothing is written when it throws.
+    @discardableResult
+    public func execute<Result>(_ request: BatchInsertRequest<Result>) throws -> BatchResult {
+        guard let info = model.schema.infos[request.entityName] else { throw ObjectError.unknownEntity(request.entityName) }
+        let count = Int64(request.count)
+        guard count > 0 else { return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: []) }
+        let touched: Set<String> = [info.name]
+        let (first, generation): (Int64, Int64) = try withConnection { db in
+            try db.transaction(.immediate) {
+                KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
+                // The keys: a block past every key handed out or stored, as reservePrimaryKey takes one.
+                let select = try db.cachedStatement(
+                    "SELECT max(next_pk, coalesce((SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)), 0) + 1) FROM strata_entity WHERE name = ?")
+                try select.bind(info.name, at: 1)
+                guard try select.step() else { throw ObjectError.unknownEntity(info.name) }
+                let first = select.int64(at: 0)
+                select.reset()
+                try db.cachedStatement("UPDATE strata_entity SET next_pk = ? WHERE name = ?").execute(.integer(first + count), .text(info.name))
+                let insert = try db.cachedStatement(info.insertSQL)
+                var failures: [ValidationFailure] = []
+                for index in 0..<request.count {
+                    var row = BatchRow<Result>(info: info)
+                    try request.fill(index, &row)
+                    let key = first + Int64(index)
+                    if !info.requiredAttributes.isEmpty || !info.attributeRules.isEmpty || !info.requiredToOnes.isEmpty {
+                        failures += ManagedObjectContext.rowFailures(row.values, info: info,
+                                                                      id: ObjectID(entityName: info.name, primaryKey: key))
+                    }
+                    guard failures.isEmpty else { continue }
+                    try insert.bind(key, at: 1)
+                    try row.values.bind(to: insert, from: 2)
+                    try insert.execute()
+                }
+                if !failures.isEmpty { throw ValidationError(failures: failures) }
+                // No dangling key: one anti-join per to-one over the new rows.
+                for (index, relationship) in info.toOnes.enumerated() {
+                    guard let destination = model.schema.infos[relationship.destination] else { continue }
+                    let column = quoted(info.toOnes[index].name)
+                    let dangling = try db.cachedStatement("""
+                        SELECT count(*) FROM \(info.table) WHERE \(quoted(primaryKeyColumn)) BETWEEN ? AND ? AND \(column) IS NOT NULL \
+                        AND NOT EXISTS (SELECT 1 FROM \(destination.table) AS d WHERE d.\(quoted(primaryKeyColumn)) = \(column))
+                        """)
+                    try dangling.bind(first, at: 1)
+                    try dangling.bind(first + count - 1, at: 2)
+                    _ = try dangling.step()
+                    let missing = dangling.int64(at: 0)
+                    dangling.reset()
+                    if missing > 0 { throw BatchError.missingDestinations(entity: info.name, key: relationship.name, count: Int(missing)) }
+                }
+                KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
+                let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin)
+                return (first, generation)
+            }
+        }
+        let ids = (first..<(first + count)).map { ObjectID(entityName: info.name, primaryKey: $0) }
+        finishBatch(touched: touched, deleted: [])
+        return BatchResult(entityName: info.name, objectIDs: ids, generation: generation, touchedEntities: touched)
+    }
+
+    /// Sets the request's properties in every row it selects, in one `UPDATE` (each row's
+    /// version bumped), and merges the new values into every context.
+    ///
+    /// - Throws: ``ValidationError`` (a value breaking a rule, reported against the first
+    ///   selected row), ``ObjectError``, ``PredicateTranslationError``, ``BatchError``. Nothing
+    ///   is written when it throws.
+    @discardableResult
+    public func execute<Result>(_ request: BatchUpdateRequest<Result>) throws -> BatchResult {
+        let plan = try FetchPlan(request.fetchRequest.untyped, schema: model.schema)
+        let info = plan.info
+        var template = RowSnapshot(defaultsOf: info)
+        var attributeIndexes: [Int] = []
+        var toOneIndexes: [Int] = []
+        for (key, value) in request.propertiesToUpdate.sorted(by: { $0.key < $1.key }) {
+            try template.assign(value, forKey: key, info: info)
+            switch info.slot(key) {
+            case .attribute(let index)?: attributeIndexes.append(index)
+            case .toOne(let index)?: toOneIndexes.append(index)
+            default: break
+            }
+        }
+        guard !attributeIndexes.isEmpty || !toOneIndexes.isEmpty else {
+            return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: [])
+        }
+        // The rules the new values must keep (a required property cleared, a bound broken).
+        let probe = ObjectID(entityName: info.name, primaryKey: 0)
+        let failures = ManagedObjectContext.rowFailures(template, info: info, id: probe).filter { failure in
+            attributeIndexes.contains { info.attributes[$0].name == failure.key } || toOneIndexes.contains { info.toOnes[$0].name == failure.key }
+        }
+        let touched: Set<String> = [info.name]
+        let result: ([Int64], Int64?) = try withConnection { db in
+            try db.transaction(.immediate) {
+                KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
+                let keys = try selectedKeys(db, plan)
+                guard !keys.isEmpty else { return ([], nil) }
+                if !failures.isEmpty {
+                    throw ValidationError(failures: failures.map {
+                        ValidationFailure(objectID: ObjectID(entityName: info.name, primaryKey: keys[0]), key: $0.key, rule: $0.rule, message: $0.message)
+                    })
+                }
+                for index in toOneIndexes {
+                    guard let destinationKey = template.toOnes[index], let destination = model.schema.infos[info.toOnes[index].destination] else { continue }
+                    let exists = try db.cachedStatement("SELECT 1 FROM \(destination.table) WHERE \(quoted(primaryKeyColumn)) = ?")
+                    try exists.bind(destinationKey, at: 1)
+                    let present = try exists.step()
+                    exists.reset()
+                    if !present { throw BatchError.missingDestinations(entity: info.name, key: info.toOnes[index].name, count: keys.count) }
+                }
+                var arguments: [SQLiteValue] = [.text(StoreCoordinator.jsonKeys(keys))]
+                var assignments: [String] = []
+                for index in attributeIndexes {
+                    arguments.append(template.attributes[index]?.storageValue ?? .null)
+                    assignments.append("\(quoted(info.attributes[index].name)) = ?\(arguments.count)")
+                }
+                for index in toOneIndexes {
+                    arguments.append(template.toOnes[index].map(SQLiteValue.integer) ?? .null)
+                    assignments.append("\(quoted(info.toOnes[index].name)) = ?\(arguments.count)")
+                }
+                assignments.append("\(quoted(versionColumn)) = \(quoted(versionColumn)) + 1")
+                let update = try db.prepare("UPDATE \(info.table) SET \(assignments.joined(separator: ", ")) "
+                    + "WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?1))")
+                try update.bind(arguments)
+                try update.execute()
+                KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
+                let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin)
+                return (keys, generation)
+            }
+        }
+        guard let generation = result.1 else {
+            return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: [])
+        }
+        finishBatch(touched: touched, deleted: [])
+        return BatchResult(entityName: info.name, objectIDs: result.0.map { ObjectID(entityName: info.name, primaryKey: $0) },
+                           generation: generation, touchedEntities: touched)
+    }
+
+    /// Deletes the rows the request selects, applying the delete rules that need no objects (see
+    /// ``BatchDeleteRequest``), and takes their objects out of every context.
+    ///
+    /// - Throws: ``BatchError`` for a rule that needs objects or refuses, ``PredicateTranslationError``,
+    ///   ``ObjectError``. Nothing is written when it throws.
+    @discardableResult
+    public func execute<Result>(_ request: BatchDeleteRequest<Result>) throws -> BatchResult {
+        guard let info = model.schema.infos[request.entityName] else { throw ObjectError.unknownEntity(request.entityName) }
+        let plan: FetchPlan?
+        switch request.selection {
+        case .request(let fetch): plan = try FetchPlan(fetch.untyped, schema: model.schema)
+        case .ids(_, let ids):
+            plan = nil
+            if let stranger = ids.first(where: { $0.entityName != info.name }) {
+                throw ObjectError.wrongType(entity: info.name, key: "objectIDs", expected: "IDs of \(info.name)", actual: "an ID of \(stranger.entityName)")
+            }
+        }
+        let result: ([Int64], Int64?, Set<String>) = try withConnection { db in
+            try db.transaction(.immediate) {
+                KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
+                let keys: [Int64]
+                if let plan {
+                    keys = try selectedKeys(db, plan)
+                } else if case .ids(_, let ids) = request.selection {
+                    // Only the rows still there.
+                    let statement = try db.cachedStatement("SELECT \(quoted(primaryKeyColumn)) FROM \(info.table) "
+                        + "WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?)) ORDER BY 1")
+                    try statement.bind(StoreCoordinator.jsonKeys(ids.map(\.primaryKey)), at: 1)
+                    var found: [Int64] = []
+                    try statement.forEachRow { found.append($0.int64(at: 0)) }
+                    keys = found
+                } else {
+                    keys = []
+                }
+                guard !keys.isEmpty else { return ([], nil, []) }
+                let json = SQLiteValue.text(StoreCoordinator.jsonKeys(keys))
+                var touched: Set<String> = [info.name]
+                // Refusals first, so that nothing is changed when one applies.
+                var nullifications: [(sql: String, destination: String)] = []
+                for relationship in info.entity.relationships {
+                    guard let related = try relatedSQL(info, relationship) else { continue }
+                    switch relationship.deleteRule {
+                    case .noAction:
+                        continue
+                    case .deny, .cascade:
+                        let counter = try db.prepare("SELECT count(*) FROM (\(related.select))")
+                        try counter.bind([json])
+                        _ = try counter.step()
+                        let n = Int(counter.int64(at: 0))
+                        counter.reset()
+                        guard n > 0 else { continue }
+                        if relationship.deleteRule == .deny {
+                            throw BatchError.denied(entity: info.name, relationship: relationship.name, related: n)
+                        }
+                        throw BatchError.cascadeNeedsObjects(entity: info.name, relationship: relationship.name, related: n)
+                    case .nullify:
+                        guard let nullify = related.nullify else { continue }
+                        if related.inverseIsRequired {
+                            let counter = try db.prepare("SELECT count(*) FROM (\(related.select))")
+                            try counter.bind([json])
+                            _ = try counter.step()
+                            let n = Int(counter.int64(at: 0))
+                            counter.reset()
+                            if n > 0 { throw BatchError.requiredInverse(entity: info.name, relationship: relationship.name, related: n) }
+                        }
+                        nullifications.append((nullify, relationship.destination))
+                    }
+                }
+                for (sql, destination) in nullifications {
+                    try db.prepare(sql).execute(json)
+                    if db.changes > 0 { touched.insert(destination) }
+                }
+                // Join rows go with their rows, whatever the rule (they are storage, not objects).
+                for (index, relationship) in info.toManys.enumerated() {
+                    guard case let .joinTable(table, own, _) = info.toManyStorage[index] else { continue }
+                    try db.prepare("DELETE FROM \(table) WHERE \(own) IN (SELECT value FROM json_each(?))").execute(json)
+                    if db.changes > 0 { touched.insert(relationship.destination) }
+                }
+                try db.prepare("DELETE FROM \(info.table) WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))").execute(json)
+                KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
+                let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin)
+                return (keys, generation, touched)
+            }
+        }
+        guard let generation = result.1 else {
+            return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: [])
+        }
+        let ids = result.0.map { ObjectID(entityName: info.name, primaryKey: $0) }
+        finishBatch(touched: result.2, deleted: Set(ids))
+        return BatchResult(entityName: info.name, objectIDs: ids, generation: generation, touchedEntities: result.2)
+    }
+
+    /// The primary keys `plan` selects, in key order.
+    private func selectedKeys(_ db: Connection, _ plan: FetchPlan) throws -> [Int64] {
+        let statement = try db.prepare("SELECT k FROM (" + plan.selectSQL("t0.\(quoted(primaryKeyColumn)) AS k") + ") ORDER BY k")
+        try statement.bind(plan.arguments)
+        var keys: [Int64] = []
+        try statement.forEachRow { keys.append($0.int64(at: 0)) }
+        return keys
+    }
+
+    /// For a relationship of `info`'s rows whose keys are the JSON array `?1`: a SELECT of the
+    /// related rows, the statement that nullifies their side (`nil`: nothing on their side to
+    /// clear), and whether that side is a required to-one. `nil` when nothing can be related.
+    private func relatedSQL(_ info: EntityInfo, _ relationship: Relationship) throws
+        -> (select: String, nullify: String?, inverseIsRequired: Bool)? {
+        guard let destination = model.schema.infos[relationship.destination] else { return nil }
+        let pk = quoted(primaryKeyColumn)
+        let keys = "(SELECT value FROM json_each(?1))"
+        let inverse = relationship.inverse.flatMap { destination.entity.relationship(named: $0) }
+        let version = quoted(versionColumn)
+        if !relationship.isToMany {
+            // Our column names the destination.
+            let select = "SELECT \(quoted(relationship.name)) AS k FROM \(info.table) WHERE \(pk) IN \(keys) AND \(quoted(relationship.name)) IS NOT NULL"
+            guard let inverse else { return (select, nil, false) }
+            if inverse.isToMany {
+                if case let .joinTable(table, _, _)? = destination.toManys.firstIndex(where: { $0.name == inverse.name }).map({ destination.toManyStorage[$0] }) {
+                    // Cannot happen (a to-one's inverse to-many is derived from our column), kept total.
+                    return (select, "DELETE FROM \(table) WHERE 0", false)
+                }
+                return (select, nil, false)     // derived from our column, which goes with the row
+            }
+            // One-to-one: their column names us.
+            let nullify = "UPDATE \(destination.table) SET \(quoted(inverse.name)) = NULL, \(version) = \(version) + 1 WHERE \(quoted(inverse.name)) IN \(keys)"
+            let theirs = "SELECT \(pk) FROM \(destination.table) WHERE \(quoted(inverse.name)) IN \(keys)"
+            return (theirs, nullify, !inverse.isOptional)
+        }
+        guard let index = info.toManys.firstIndex(where: { $0.name == relationship.name }) else { return nil }
+        switch info.toManyStorage[index] {
+        case let .inverseColumn(table, column):
+            let select = "SELECT \(pk) FROM \(table) WHERE \(column) IN \(keys)"
+            let nullify = "UPDATE \(table) SET \(column) = NULL, \(version) = \(version) + 1 WHERE \(column) IN \(keys)"
+            return (select, nullify, inverse.map { !$0.isOptional } ?? false)
+        case let .joinTable(table, own, other):
+            let select = "SELECT \(other) FROM \(table) WHERE \(own) IN \(keys)"
+            return (select, "DELETE FROM \(table) WHERE \(own) IN \(keys)", false)
+        }
+    }
+
+    /// After a batch commit: refresh the section caches it outdated and tell every context.
+    private func finishBatch(touched: Set<String>, deleted: Set<ObjectID>) {
+        scheduleCacheRefreshes(touching: touched)
+        tellContexts(changed: touched, deleted: deleted)
+    }
+
+    static func jsonKeys(_ keys: [Int64]) -> String {
+        "[" + keys.map(String.init).joined(separator: ",") + "]"
+    }
+}
+
+extension ManagedObjectContext {
+    /// Runs a batch insert on this context's store (the coordinator's `execute(_:)`):
+    /// the rows reach this context, and every other, as changes made elsewhere.
+    @discardableResult
+    public func execute<Result>(_ request: BatchInsertRequest<Result>) throws -> BatchResult {
+        try coordinator.execute(request)
+    }
+
+    /// Runs a batch update on this context's store.
+    @discardableResult
+    public func execute<Result>(_ request: BatchUpdateRequest<Result>) throws -> BatchResult {
+        try coordinator.execute(request)
+    }
+
+    /// Runs a batch delete on this context's store.
+    @discardableResult
+    public func execute<Result>(_ request: BatchDeleteRequest<Result>) throws -> BatchResult {
+        try coordinator.execute(request)
+    }
+}
