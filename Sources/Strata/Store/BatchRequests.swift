@@ -102,9 +102,10 @@ extension BatchRow where Result: PersistentEntity {
 /// let result = try context.execute(request)     // result.count rows, result.objectIDs
 /// ```
 ///
-/// The values are constants (no expressions), validated once as a save would validate them;
-/// each row's version is bumped, so a context holding unsaved changes to one of them meets a
-/// conflict at its save, resolved by its merge policy. The fetch request's predicate, limit and
+/// The values are constants (no expressions), validated once as a save would validate them.
+/// Rows that already hold the values are left alone; each changed row's version is bumped and
+/// the change merged into every context (an object with unsaved edits keeps them over the new
+/// row, as after Core Data's merge of a batch's IDs). The fetch request's predicate, limit and
 /// offset select the rows; its sort keys order the limit's window only.
 public struct BatchUpdateRequest<Result: ManagedObject> {
     public var fetchRequest: FetchRequest<Result>

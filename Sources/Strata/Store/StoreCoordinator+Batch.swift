@@ -71,8 +71,9 @@ extension StoreCoordinator {
         return BatchResult(entityName: info.name, objectIDs: ids, generation: generation, touchedEntities: touched)
     }
 
-    /// Sets the request's properties in every row it selects, in one `UPDATE` (each row's
-    /// version bumped), and merges the new values into every context.
+    /// Sets the request's properties in every row it selects that does not already hold them, in
+    /// one `UPDATE` (each changed row's version bumped), and merges the new values into every
+    /// context. The result lists the rows that changed.
     ///
     /// - Throws: ``ValidationError`` (a value breaking a rule, reported against the first
     ///   selected row), ``ObjectError``, ``PredicateTranslationError``, ``BatchError``. Nothing
@@ -121,22 +122,27 @@ extension StoreCoordinator {
                 }
                 var arguments: [SQLiteValue] = [.text(StoreCoordinator.jsonKeys(keys))]
                 var assignments: [String] = []
-                for index in attributeIndexes {
-                    arguments.append(template.attributes[index]?.storageValue ?? .null)
-                    assignments.append("\(quoted(info.attributes[index].name)) = ?\(arguments.count)")
+                var differences: [String] = []
+                func assign(_ column: String, _ value: SQLiteValue) {
+                    arguments.append(value)
+                    assignments.append("\(quoted(column)) = ?\(arguments.count)")
+                    differences.append("\(quoted(column)) IS NOT ?\(arguments.count)")
                 }
-                for index in toOneIndexes {
-                    arguments.append(template.toOnes[index].map(SQLiteValue.integer) ?? .null)
-                    assignments.append("\(quoted(info.toOnes[index].name)) = ?\(arguments.count)")
-                }
+                for index in attributeIndexes { assign(info.attributes[index].name, template.attributes[index]?.storageValue ?? .null) }
+                for index in toOneIndexes { assign(info.toOnes[index].name, template.toOnes[index].map(SQLiteValue.integer) ?? .null) }
                 assignments.append("\(quoted(versionColumn)) = \(quoted(versionColumn)) + 1")
+                // Only rows that change: a row that already holds the values keeps its version
+                // and is no news (no context refreshes it, no list reports it as updated).
                 let update = try db.prepare("UPDATE \(info.table) SET \(assignments.joined(separator: ", ")) "
-                    + "WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?1))")
+                    + "WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?1)) AND (\(differences.joined(separator: " OR ")))"
+                    + " RETURNING \(quoted(primaryKeyColumn))")
                 try update.bind(arguments)
-                try update.execute()
+                var changed: [Int64] = []
+                try update.forEachRow { changed.append($0.int64(at: 0)) }
+                guard !changed.isEmpty else { return ([], nil) }
                 KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
                 let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin)
-                return (keys, generation)
+                return (changed.sorted(), generation)
             }
         }
         guard let generation = result.1 else {

@@ -123,6 +123,9 @@ final class ControllerModelRun {
     /// what a key path reads through it, such as its category's name), the item changes twice in
     /// the batch: main's edit, reported when it ends, and the save's.
     var editedOnMainBeforeSave: Set<ObjectID> = []
+    /// How many change sets one object may rightly appear in during this batch: one per commit
+    /// (the batch-request route commits once per request, after an optional edit on main).
+    var changeSetsAllowed = 1
 
     var main: ManagedObjectContext { container.mainContext }
     var writer: ManagedObjectContext { container.writerContext }
@@ -220,6 +223,7 @@ final class ControllerModelRun {
         mainReverted = false
         mergedElsewhere = false
         editedOnMainBeforeSave = []
+        changeSetsAllowed = 1
         do {
             try execute(batch)
         } catch {
@@ -373,6 +377,27 @@ final class ControllerModelRun {
             }
         case .reset:
             main.performAndWait { main.reset() }
+        case .batchRequests:
+            // Under the strict flag, over an unsaved edit on main: it stays, rebased on the new rows.
+            if batch.strictPolicy, let first = operations.first {
+                try main.performAndWait { if try first.apply(in: main) { tally.outcomes["unsaved edit on main under a batch", default: 0] += 1 } }
+            }
+            changeSetsAllowed = operations.count + 1
+            for operation in operations {
+                if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("batch request \(operation)") }
+                do {
+                    if try operation.applyAsBatch(on: container.coordinator) { tally.operations["batch " + operation.kind, default: 0] += 1 }
+                } catch let error as BatchError {
+                    let reason = switch error {
+                    case .denied: "deny"
+                    case .cascadeNeedsObjects: "cascade"
+                    case .missingDestinations: "missing destination"
+                    default: "other"
+                    }
+                    tally.outcomes["batch refused: \(reason)", default: 0] += 1
+                }
+            }
+            container.waitForPendingMerges()
         }
     }
 
