@@ -10,7 +10,7 @@ import Strata
 //   STRATA_PROFILE=<mode>        one of Profile.modes (README, "Profiling")
 //   STRATA_PROFILE_FLIGHTS=N     the first N flights only (callgrind runs ~50× slower); only
 //                                those are parsed from the CSV
-//   STRATA_PROFILE_ROUNDS=N      measured rounds (default 3)
+//   STRATA_PROFILE_ROUNDS=N      measured rounds (default 3; Benchmarks/perf-gate uses 1)
 //   STRATA_PROFILE_WARMUP=N      unmeasured rounds first (default 0): the same calls, not
 //                                through the region functions, so one-time costs (the Swift
 //                                runtime's conformance and metadata caches, first use of a
@@ -19,6 +19,9 @@ import Strata
 //                                by later runs: a fetch profile without the import before it
 //   STRATA_PAGE_CHECKSUMS=0      Strata's store is made without page checksums (issue 18)
 //   STRATA_PHASES=1              the import prints its two phases
+//   STRATA_PERF_GATE_SLOWDOWN=N  N extra heap allocations per object read in Strata's fetch
+//                                (StrataSide.fetchAllAndRead): a deliberate regression that
+//                                Benchmarks/perf-gate must catch
 
 enum Profile {
     /// Every mode: (name, what it runs). The raw modes use the raw store, the others Strata's.
@@ -52,6 +55,8 @@ enum Profile {
         let rounds = environment["STRATA_PROFILE_ROUNDS"].flatMap(Int.init) ?? 3
         let warmup = environment["STRATA_PROFILE_WARMUP"].flatMap(Int.init) ?? 0
         let isRaw = mode.hasPrefix("raw-")
+        // Touched before any region, so that its one-time initialisation is not counted.
+        _ = StrataSide.perfGateSlowdown
 
         func strataStore(fresh: Bool, measured: Bool = false) throws {
             if !fresh, FileManager.default.fileExists(atPath: strataURL.path) { return }
