@@ -11,13 +11,14 @@ struct RawSQLiteError: Error, CustomStringConvertible {
 /// `SQLITE_TRANSIENT`: SQLite copies bound text before the call returns.
 let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-/// One raw connection, configured as Strata configures its own: WAL and synchronous=NORMAL.
+/// One raw connection, configured as Strata configures its own: WAL, synchronous=NORMAL, and
+/// SQLITE_OPEN_NOMUTEX (one thread at a time uses it, so no per-call connection mutex).
 final class RawDatabase {
     let handle: OpaquePointer
 
     init(path: String) throws {
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil)
+        let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
             sqlite3_close_v2(db)

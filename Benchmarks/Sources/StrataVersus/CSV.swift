@@ -26,11 +26,13 @@ struct CSVFile {
     }
 
     /// Calls `body` with each data record in turn (the record is reused: copy what you keep).
-    func forEachRecord(_ body: (CSVRecord) throws -> Void) throws {
+    /// `limit`: stop after that many records (the profiling modes' first N flights).
+    func forEachRecord(limit: Int = .max, _ body: (CSVRecord) throws -> Void) throws {
         var record = CSVRecord()
         try bytes.withUnsafeBufferPointer { buffer in
             var position = bodyStart
-            while position < buffer.count {
+            var seen = 0
+            while position < buffer.count, seen < limit {
                 position = CSVFile.parseRecord(buffer, from: position, into: &record)
                 // A blank line is one empty unquoted field: skip it.
                 if record.count == 1, record.isEmpty(0) { continue }
@@ -38,6 +40,7 @@ struct CSVFile {
                     throw VersusError("CSV record with \(record.count) fields, the header has \(header.count)")
                 }
                 try body(record)
+                seen += 1
             }
         }
     }

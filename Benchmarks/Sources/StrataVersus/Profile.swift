@@ -1,0 +1,240 @@
+import Foundation
+import Strata
+
+// STRATA_PROFILE=<mode> StrataVersus: one side of one workload alone, a few rounds, so that a
+// profiler (perf, callgrind) sees nothing else. Each mode's measured region is one function
+// below with a fixed symbol name, `strata_profile_region_<mode>` (dashes as underscores), for
+// callgrind's `--toggle-collect`: only that function and what it calls are counted.
+//
+// Environment:
+//   STRATA_PROFILE=<mode>        one of Profile.modes (README, "Profiling")
+//   STRATA_PROFILE_FLIGHTS=N     the first N flights only (callgrind runs ~50× slower); only
+//                                those are parsed from the CSV
+//   STRATA_PROFILE_ROUNDS=N      measured rounds (default 3; Benchmarks/perf-gate uses 1)
+//   STRATA_PROFILE_WARMUP=N      unmeasured rounds first (default 0): the same calls, not
+//                                through the region functions, so one-time costs (the Swift
+//                                runtime's conformance and metadata caches, first use of a
+//                                statement) stay out of callgrind's count
+//   STRATA_PROFILE_STORE=path    Strata's store there (raw's at path + ".raw"), kept and reused
+//                                by later runs: a fetch profile without the import before it
+//   STRATA_PAGE_CHECKSUMS=0      Strata's store is made without page checksums (issue 18)
+//   STRATA_PHASES=1              the import prints its two phases
+//   STRATA_PERF_GATE_SLOWDOWN=N  N extra heap allocations per object read in Strata's fetch
+//                                (StrataSide.fetchAllAndRead): a deliberate regression that
+//                                Benchmarks/perf-gate must catch
+
+enum Profile {
+    /// Every mode: (name, what it runs). The raw modes use the raw store, the others Strata's.
+    static let modes: [(name: String, summary: String)] = [
+        ("import", "Strata: StrataSide.importAll (update context, typed subscripts, saveToStore)"),
+        ("raw-import", "raw C API: RawDB.importAll (one transaction, prepared INSERTs)"),
+        ("fetch", "Strata: fetch every flight, every attribute read through o[attribute:] (StrataSide.fetchAllAndRead)"),
+        ("fetch-entity", "Strata: fetch every flight as TypedFlight, every attribute read through its @Entity property"),
+        ("raw-fetch", "raw C API: every flight decoded into structs (RawDB.allFlights)"),
+        ("predicate-typed", "Strata: FetchRequest<TypedFlight>(#Predicate { origin?.faa == \"JFK\" && (dep_delay ?? 0) > 60 }) built and fetched"),
+        ("predicate-format", "Strata: Condition(\"origin.faa == %@ AND dep_delay > %@\") with \"JFK\", 60.0, parsed and fetched"),
+        ("string", "Strata: fetch of tailnum BEGINSWITH[c] 'n1' (condition parsed outside)"),
+        ("raw-string", "raw C API: tailnum LIKE 'n1%' decoded into structs"),
+        ("frc", "Strata: results controller performFetch, sections by airline.name"),
+        ("prepare", "builds the Strata and raw stores at STRATA_PROFILE_STORE (unmeasured) and exits"),
+    ]
+
+    static func run(_ mode: String, data: Dataset) throws {
+        guard modes.contains(where: { $0.name == mode }) else {
+            throw VersusError("unknown STRATA_PROFILE mode '\(mode)'; modes:\n"
+                + modes.map { "  \($0.name): \($0.summary)" }.joined(separator: "\n"))
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strata-profile-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let kept = environment["STRATA_PROFILE_STORE"].map { URL(fileURLWithPath: $0) }
+        let strataURL = kept ?? folder.appendingPathComponent("flights.sqlite")
+        let rawPath = strataURL.path + ".raw"
+        let flights = data.flights
+        let rounds = environment["STRATA_PROFILE_ROUNDS"].flatMap(Int.init) ?? 3
+        let warmup = environment["STRATA_PROFILE_WARMUP"].flatMap(Int.init) ?? 0
+        let isRaw = mode.hasPrefix("raw-")
+        // Touched before any region, so that its one-time initialisation is not counted.
+        _ = StrataSide.perfGateSlowdown
+
+        func strataStore(fresh: Bool, measured: Bool = false) throws {
+            if !fresh, FileManager.default.fileExists(atPath: strataURL.path) { return }
+            removeStore(strataURL.path)
+            var options = StoreOptions()
+            options.pageChecksums = environment["STRATA_PAGE_CHECKSUMS"] != "0"
+            let container = try PersistentContainer(model: StrataSide.model, url: strataURL, options: options)
+            let (update, seconds) = try timed {
+                measured ? try strataRegionImport(data, flights, container) : try StrataSide.importAll(data, flights: flights, into: container)
+            }
+            withExtendedLifetime(update) {}
+            container.coordinator.close()
+            say("import \(flights.count) flights \(seconds)")
+        }
+        func rawStore(fresh: Bool, measured: Bool = false) throws {
+            if !fresh, FileManager.default.fileExists(atPath: rawPath) { return }
+            removeStore(rawPath)
+            let db = try RawDB(path: rawPath)
+            try db.createSchema()
+            let (_, seconds) = try timed { measured ? try rawRegionImport(db, data, flights) : try db.importAll(data, flights: flights) }
+            say("raw import \(flights.count) flights \(seconds)")
+        }
+
+        if mode == "prepare" {
+            guard kept != nil else { throw VersusError("STRATA_PROFILE=prepare needs STRATA_PROFILE_STORE") }
+            try strataStore(fresh: true)
+            try rawStore(fresh: true)
+            return
+        }
+        // A temporary store is built in the first round (a kept one only when missing).
+        if mode != "import", mode != "raw-import" {
+            if isRaw { try rawStore(fresh: kept == nil) } else { try strataStore(fresh: kept == nil) }
+        }
+        let checksum = flightsChecksum(flights)
+        let jfk = data.airports.first { $0.faa == "JFK" }!.pk
+        let jfkCount = flights.filter { $0.origin == jfk && ($0.depDelay ?? -.infinity) > 60 }.count
+        let tailnumCount = flights.filter { $0.tailnum?.lowercased().hasPrefix("n1") ?? false }.count
+        let tailnumPrefix = try StrataSide.tailnumPrefix()
+
+        for round in 0..<(warmup + rounds) {
+            // The warm-up rounds call the same code, not through the region functions.
+            let measured = round >= warmup
+            let tag = measured ? "" : "(warm-up) "
+            switch mode {
+            case "import":
+                try strataStore(fresh: true, measured: measured)
+            case "raw-import":
+                try rawStore(fresh: true, measured: measured)
+            case "fetch":
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: strataURL)
+                let (result, seconds) = try timed {
+                    measured ? try strataRegionFetch(coordinator.newContext()) : try StrataSide.fetchAllAndRead(coordinator.newContext())
+                }
+                coordinator.close()
+                try expect(result.objects.count == flights.count && checksumMatches(result.checksum, checksum),
+                           "fetch read \(result.objects.count) flights, checksum \(result.checksum), expected \(flights.count), \(checksum)")
+                say(tag + "fetch \(result.objects.count) \(seconds)")
+            case "fetch-entity":
+                let coordinator = try StoreCoordinator(model: TypedSide.model, url: strataURL)
+                let (result, seconds) = try timed {
+                    measured ? try strataRegionFetchEntity(coordinator.newContext()) : try TypedSide.fetchAllAndRead(coordinator.newContext())
+                }
+                coordinator.close()
+                try expect(result.objects.count == flights.count && checksumMatches(result.checksum, checksum),
+                           "fetch-entity read \(result.objects.count) flights, checksum \(result.checksum), expected \(flights.count), \(checksum)")
+                say(tag + "fetch-entity \(result.objects.count) \(seconds)")
+            case "raw-fetch":
+                let db = try RawDB(path: rawPath)
+                let (rows, seconds) = try timed { measured ? try rawRegionFetch(db) : try db.allFlights() }
+                try expect(rows == flights, "raw fetch read \(rows.count) flights that differ from the CSV's")
+                say(tag + "raw fetch \(rows.count) \(seconds)")
+            case "predicate-typed":
+                let coordinator = try StoreCoordinator(model: TypedSide.model, url: strataURL)
+                // A warm-up round shows the statement the predicate became.
+                let trace = TraceLog()
+                if !measured { coordinator.setTrace { trace.append($0) } }
+                defer { for sql in trace.all where sql.hasPrefix("SELECT") && sql.contains("\"Flight\"") { say("(warm-up) SQL: \(sql)") } }
+                let (objects, seconds) = try timed {
+                    measured ? try strataRegionPredicateTyped(coordinator.newContext()) : try TypedSide.fetchJFKDelayed(coordinator.newContext())
+                }
+                coordinator.close()
+                try expect(objects.count == jfkCount, "#Predicate found \(objects.count), expected \(jfkCount)")
+                say(tag + "predicate-typed \(objects.count) \(seconds)")
+            case "predicate-format":
+                let coordinator = try StoreCoordinator(model: TypedSide.model, url: strataURL)
+                // A warm-up round shows the statement the predicate became.
+                let trace = TraceLog()
+                if !measured { coordinator.setTrace { trace.append($0) } }
+                defer { for sql in trace.all where sql.hasPrefix("SELECT") && sql.contains("\"Flight\"") { say("(warm-up) SQL: \(sql)") } }
+                let (objects, seconds) = try timed {
+                    measured ? try strataRegionPredicateFormat(coordinator.newContext()) : try TypedSide.fetchJFKDelayedFormat(coordinator.newContext())
+                }
+                coordinator.close()
+                try expect(objects.count == jfkCount, "format predicate found \(objects.count), expected \(jfkCount)")
+                say(tag + "predicate-format \(objects.count) \(seconds)")
+            case "string":
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: strataURL)
+                let (objects, seconds) = try timed {
+                    measured ? try strataRegionString(coordinator.newContext(), tailnumPrefix) : try StrataSide.fetch(coordinator.newContext(), tailnumPrefix)
+                }
+                coordinator.close()
+                try expect(objects.count == tailnumCount, "string fetch found \(objects.count), expected \(tailnumCount)")
+                say(tag + "string \(objects.count) \(seconds)")
+            case "raw-string":
+                let db = try RawDB(path: rawPath)
+                let (rows, seconds) = try timed { measured ? try rawRegionString(db) : try db.tailnumPrefix() }
+                try expect(rows.count == tailnumCount, "raw string fetch found \(rows.count), expected \(tailnumCount)")
+                say(tag + "raw-string \(rows.count) \(seconds)")
+            case "frc":
+                let container = try PersistentContainer(model: StrataSide.model, url: strataURL)
+                let (list, seconds) = try timed { try StrataSide.openList(container) }
+                container.coordinator.close()
+                say(tag + "frc \(list.sections.count) sections \(seconds)")
+            default:
+                throw VersusError("STRATA_PROFILE mode '\(mode)' has no round")
+            }
+        }
+    }
+
+    private static func removeStore(_ path: String) {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+
+    private static func expect(_ condition: Bool, _ message: @autoclosure () -> String) throws {
+        if !condition { throw VersusError(message()) }
+    }
+}
+
+// MARK: Measured regions
+//
+// One function per mode, each calling exactly what the mode measures. `@_silgen_name` fixes the
+// symbol (callgrind's `--toggle-collect=strata_profile_region_fetch`, no mangled name to look
+// up), `@inline(never)` keeps the call, and `@_optimize(none)` keeps the optimiser from
+// replacing the function by a specialised clone under another name (it did that to
+// `RawDB.importAll`). The wrappers are one call each: what they call is optimised as usual.
+// The regions return what they built, so that releasing it is not counted.
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_import")
+func strataRegionImport(_ data: Dataset, _ flights: [Flight], _ container: PersistentContainer) throws -> ManagedObjectContext {
+    try StrataSide.importAll(data, flights: flights, into: container)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_import")
+func rawRegionImport(_ db: RawDB, _ data: Dataset, _ flights: [Flight]) throws {
+    try db.importAll(data, flights: flights)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_fetch")
+func strataRegionFetch(_ context: ManagedObjectContext) throws -> (objects: [ManagedObject], checksum: Double) {
+    try StrataSide.fetchAllAndRead(context)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_fetch_entity")
+func strataRegionFetchEntity(_ context: ManagedObjectContext) throws -> (objects: [TypedFlight], checksum: Double) {
+    try TypedSide.fetchAllAndRead(context)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_fetch")
+func rawRegionFetch(_ db: RawDB) throws -> [Flight] {
+    try db.allFlights()
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_predicate_typed")
+func strataRegionPredicateTyped(_ context: ManagedObjectContext) throws -> [TypedFlight] {
+    try TypedSide.fetchJFKDelayed(context)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_predicate_format")
+func strataRegionPredicateFormat(_ context: ManagedObjectContext) throws -> [ManagedObject] {
+    try TypedSide.fetchJFKDelayedFormat(context)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_string")
+func strataRegionString(_ context: ManagedObjectContext, _ condition: Condition) throws -> [ManagedObject] {
+    try StrataSide.fetch(context, condition)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_string")
+func rawRegionString(_ db: RawDB) throws -> [Flight] {
+    try db.tailnumPrefix()
+}
