@@ -46,7 +46,7 @@ let goodsBenchmarkModel: Model = {
 }()
 
 /// The controller's request: sections by category name, goods by name within them.
-func goodsRequest() -> FetchRequest {
+func goodsRequest() -> AnyFetchRequest {
     var request = FetchRequest(entityName: "Good", sortKeys: [.ascending("category.name"), .ascending("name")])
     request.fetchBatchSize = 50
     return request
@@ -214,10 +214,10 @@ final class ChangeRecorder: FetchedResultsControllerDelegate {
     var last: FetchedChanges?
     var onDidChange: (() -> Void)?
 
-    func controller(_ controller: FetchedResultsController, didReport event: FetchedResultsEvent) {
+    func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent) {
         if case .changes(let changes) = event { last = changes }
     }
-    func controllerDidChangeContent(_ controller: FetchedResultsController) {
+    func controllerDidChangeContent(_ controller: AnyFetchedResultsController) {
         onDidChange?()
         onDidChange = nil
     }
@@ -228,7 +228,7 @@ final class ChangeRecorder: FetchedResultsControllerDelegate {
 final class ChangeFixture: @unchecked Sendable {
     let store: TemporaryStore
     let container: PersistentContainer
-    let controller: FetchedResultsController
+    let controller: FetchedResultsController<ManagedObject>
     let recorder = ChangeRecorder()
     let target: ObjectID
     let categoryIDs: [ObjectID]

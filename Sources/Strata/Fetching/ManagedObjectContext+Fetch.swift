@@ -14,7 +14,10 @@ extension ManagedObjectContext {
         if let first = objects.first, !(first is T) {
             throw ObjectError.wrongType(entity: request.entityName, key: "class", expected: "\(T.self)", actual: "\(Swift.type(of: first))")
         }
-        return objects.map { unsafeDowncast($0, to: T.self) }
+        // Every object of one entity is of the entity's class (no sub-entities), so the first
+        // stands for all: reinterpret the array instead of a per-object unspecialised cast
+        // (about 450 instructions an object, 4% of a typed fetch of every flight; callgrind).
+        return unsafeBitCast(objects, to: [T].self)
     }
 
     /// The untyped fetch every typed one runs.
