@@ -28,6 +28,7 @@ enum Profile {
     static let modes: [(name: String, summary: String)] = [
         ("import", "Strata: StrataSide.importAll (update context, typed subscripts, saveToStore)"),
         ("raw-import", "raw C API: RawDB.importAll (one transaction, prepared INSERTs)"),
+        ("batch-insert", "Strata: every table by BatchInsertRequest (no objects), to-ones by ObjectID"),
         ("fetch", "Strata: fetch every flight, every attribute read through o[attribute:] (StrataSide.fetchAllAndRead)"),
         ("fetch-entity", "Strata: fetch every flight as TypedFlight, every attribute read through its @Entity property"),
         ("raw-fetch", "raw C API: every flight decoded into structs (RawDB.allFlights)"),
@@ -87,7 +88,7 @@ enum Profile {
             return
         }
         // A temporary store is built in the first round (a kept one only when missing).
-        if mode != "import", mode != "raw-import" {
+        if mode != "import", mode != "raw-import", mode != "batch-insert" {
             if isRaw { try rawStore(fresh: kept == nil) } else { try strataStore(fresh: kept == nil) }
         }
         let checksum = flightsChecksum(flights)
@@ -105,6 +106,17 @@ enum Profile {
                 try strataStore(fresh: true, measured: measured)
             case "raw-import":
                 try rawStore(fresh: true, measured: measured)
+            case "batch-insert":
+                removeStore(strataURL.path)
+                var options = StoreOptions()
+                options.pageChecksums = environment["STRATA_PAGE_CHECKSUMS"] != "0"
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: strataURL, options: options)
+                let (count, seconds) = try timed {
+                    measured ? try strataRegionBatchInsert(data, flights, coordinator) : try StrataSide.batchImportAll(data, flights: flights, into: coordinator)
+                }
+                coordinator.close()
+                try expect(count == flights.count, "batch insert wrote \(count) flights, expected \(flights.count)")
+                say(tag + "batch-insert \(count) flights \(seconds)")
             case "fetch":
                 let coordinator = try StoreCoordinator(model: StrataSide.model, url: strataURL)
                 let (result, seconds) = try timed {
