@@ -39,7 +39,20 @@ extension ManagedObjectContext {
 
     func toManyKeys(_ object: ManagedObject, _ index: Int) throws -> Set<Int64> {
         try loadToMany(object, index)
-        return object.toMany[index].value(committed: object.toMany[index].committed ?? [])
+        var keys = object.toMany[index].value(committed: object.toMany[index].committed ?? [])
+        // Members follow their to-one: an object changed here whose inverse to-one now names
+        // another owner is no member, whatever the level above lists (its membership there can
+        // move under a local change, when a merge re-points the row: soak seed 11818200442803700413).
+        if case .toOne(let inverse)? = object.info.toManyInverseSlots[index], !updated.isEmpty {
+            let destination = object.info.toManys[index].destination
+            let owner = object.objectID.primaryKey
+            for changed in updated.values where changed.entityName == destination {
+                guard let read = changed.committed, read.toOnes[inverse] != changed.current.toOnes[inverse] else { continue }
+                let key = changed.objectID.primaryKey
+                if changed.current.toOnes[inverse] == owner { keys.insert(key) } else { keys.remove(key) }
+            }
+        }
+        return keys
     }
 
     func toManyObjects(_ object: ManagedObject, _ index: Int) throws -> Set<ManagedObject> {

@@ -4,12 +4,12 @@ import Testing
 
 /// Sequences the controller model test found, shrunk, each kept as a test of its own.
 @Suite struct ControllerModelFindingsTests {
-    /// OPEN (issue 16): the 200,000-batch soak's seed 11818200442803700413, shrunk. Main deletes
-    /// category 2 unsaved (nullify clears its flagged item's category in main); a background
-    /// save re-parents that item to category 3, and main's list of categories with a flagged
-    /// item gains category 3; main saves, its pending nullify wins (in-memory wins), the store's
-    /// category 3 has no flagged item, and the list keeps it. Kept as a known issue: it must be
-    /// fixed, and this test then fails until `withKnownIssue` is removed.
+    /// The 200,000-batch soak's seed 11818200442803700413, shrunk. Main deletes category 2
+    /// unsaved (nullify clears its flagged item's category in main); a background save
+    /// re-parents that item to category 3. Main's view of category 3's members came from the
+    /// writer (which lists the item) without the item's local change, so the list of categories
+    /// with a flagged item gained category 3 and kept it after main's save, whose pending nullify
+    /// won. A to-many's members now follow their locally changed to-one.
     @Test func aBackgroundReparentToACategoryMainDeletedUnsaved() throws {
         let problems = try ControllerModelRun.replay([
             ModelBatch(.background, [.insertItem(name: 8, group: 5, score: 6, flag: true, parents: [15, nil, 41, nil]), .insertItem(name: 11, group: 4, score: 4, flag: false, parents: [nil, 14, 54, 46])]),
@@ -17,9 +17,7 @@ import Testing
             ModelBatch(.background, [.reparent(57, .category, 29)]),
             ModelBatch(.mainEditsSaveToStore, []),
         ])
-        withKnownIssue("issue 16, open: a list of categories keeps one whose flagged item main's pending nullify took away") {
-            #expect(problems.isEmpty, "\(problems)")
-        }
+        #expect(problems.isEmpty, "\(problems)")
     }
 
     /// A category refreshed without merging while an item new in main points at it: the
