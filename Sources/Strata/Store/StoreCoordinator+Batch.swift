@@ -190,6 +190,14 @@ extension StoreCoordinator {
                 guard !keys.isEmpty else { return ([], nil, []) }
                 let json = SQLiteValue.text(StoreCoordinator.jsonKeys(keys))
                 var touched: Set<String> = [info.name]
+                /// The rows `select` lists for the deleted keys.
+                func count(_ select: String) throws -> Int {
+                    let counter = try db.prepare("SELECT count(*) FROM (\(select))")
+                    try counter.bind([json])
+                    _ = try counter.step()
+                    defer { counter.reset() }
+                    return Int(counter.int64(at: 0))
+                }
                 // Refusals first, so that nothing is changed when one applies.
                 var nullifications: [(sql: String, destination: String)] = []
                 for relationship in info.entity.relationships {
@@ -198,11 +206,7 @@ extension StoreCoordinator {
                     case .noAction:
                         continue
                     case .deny, .cascade:
-                        let counter = try db.prepare("SELECT count(*) FROM (\(related.select))")
-                        try counter.bind([json])
-                        _ = try counter.step()
-                        let n = Int(counter.int64(at: 0))
-                        counter.reset()
+                        let n = try count(related.select)
                         guard n > 0 else { continue }
                         if relationship.deleteRule == .deny {
                             throw BatchError.denied(entity: info.name, relationship: relationship.name, related: n)
@@ -211,11 +215,7 @@ extension StoreCoordinator {
                     case .nullify:
                         guard let nullify = related.nullify else { continue }
                         if related.inverseIsRequired {
-                            let counter = try db.prepare("SELECT count(*) FROM (\(related.select))")
-                            try counter.bind([json])
-                            _ = try counter.step()
-                            let n = Int(counter.int64(at: 0))
-                            counter.reset()
+                            let n = try count(related.select)
                             if n > 0 { throw BatchError.requiredInverse(entity: info.name, relationship: relationship.name, related: n) }
                         }
                         nullifications.append((nullify, relationship.destination))
@@ -268,13 +268,8 @@ extension StoreCoordinator {
             // Our column names the destination.
             let select = "SELECT \(quoted(relationship.name)) AS k FROM \(info.table) WHERE \(pk) IN \(keys) AND \(quoted(relationship.name)) IS NOT NULL"
             guard let inverse else { return (select, nil, false) }
-            if inverse.isToMany {
-                if case let .joinTable(table, _, _)? = destination.toManys.firstIndex(where: { $0.name == inverse.name }).map({ destination.toManyStorage[$0] }) {
-                    // Cannot happen (a to-one's inverse to-many is derived from our column), kept total.
-                    return (select, "DELETE FROM \(table) WHERE 0", false)
-                }
-                return (select, nil, false)     // derived from our column, which goes with the row
-            }
+            // A to-one's inverse to-many is derived from our column, which goes with the row.
+            if inverse.isToMany { return (select, nil, false) }
             // One-to-one: their column names us.
             let nullify = "UPDATE \(destination.table) SET \(quoted(inverse.name)) = NULL, \(version) = \(version) + 1 WHERE \(quoted(inverse.name)) IN \(keys)"
             let theirs = "SELECT \(pk) FROM \(destination.table) WHERE \(quoted(inverse.name)) IN \(keys)"
