@@ -45,7 +45,7 @@ extension ControllerModelRun {
         }
         var problems: [String] = []
         func problem(_ text: String) { problems.append("[\(spec.name) on \(spec.context.rawValue)] \(text)") }
-        if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil {
+        if debugging {
             print("[\(spec.name)] before \(w.layout.render([:]))")
             for event in events {
                 if case .changes(let changes) = event { print("[\(spec.name)]   changes \(changes.objects)") } else { print("[\(spec.name)]   \(event)") }

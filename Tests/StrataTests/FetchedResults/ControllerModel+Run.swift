@@ -128,6 +128,13 @@ final class ControllerModelRun {
     var changeSetsAllowed = 1
 
     var main: ManagedObjectContext { container.mainContext }
+
+    /// Whether to print each operation and change set: `STRATA_FRC_DEBUG=1` for every batch,
+    /// `STRATA_FRC_DEBUG=N` from batch N on (a long seed's failing batch, without its history).
+    var debugging: Bool {
+        guard let value = ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] else { return false }
+        return batchNumber >= (Int(value) ?? 0)
+    }
     var writer: ManagedObjectContext { container.writerContext }
 
     func context(_ kind: ModelContextKind) -> ManagedObjectContext {
@@ -239,7 +246,7 @@ final class ControllerModelRun {
     /// Applies the operations in `context`, counting what ran.
     private func apply(_ operations: [ModelOperation], in context: ManagedObjectContext) throws {
         for operation in operations {
-            if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("apply \(operation) in \(context.name ?? "?")") }
+            if debugging { print("apply \(operation) in \(context.name ?? "?")") }
             if try operation.apply(in: context) { tally.operations[operation.kind, default: 0] += 1 }
         }
     }
@@ -251,7 +258,7 @@ final class ControllerModelRun {
             try body()
             return true
         } catch let error as ValidationError {
-            if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("save refused: \(error)") }
+            if debugging { print("save refused: \(error)") }
             // A refused cascading save puts back what it had pushed (reported as refreshed):
             // lists show the edit and then its undoing.
             mainReverted = true
@@ -259,7 +266,7 @@ final class ControllerModelRun {
             tally.outcomes[deny ? "save refused by a deny rule" : "save refused by validation", default: 0] += 1
             return false
         } catch let error as MergeConflictError {
-            if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("save refused by a conflict: \(error)") }
+            if debugging { print("save refused by a conflict: \(error)") }
             mainReverted = true
             tally.outcomes["save refused by a conflict", default: 0] += 1
             return false
@@ -267,7 +274,7 @@ final class ControllerModelRun {
     }
 
     private func execute(_ batch: ModelBatch) throws {
-        if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("batch \(batchNumber): \(batch)") }
+        if debugging { print("batch \(batchNumber): \(batch)") }
         let policy: MergePolicy = batch.strictPolicy ? .error : .inMemoryWinsPerProperty
         let operations = batch.operations
         switch batch.route {
@@ -371,7 +378,7 @@ final class ControllerModelRun {
             try main.performAndWait {
                 for operation in operations {
                     // A plain edit first (left unsaved), then the refreshes.
-                    if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("apply \(operation) in main") }
+                    if debugging { print("apply \(operation) in main") }
                     if try operation.apply(in: main) { tally.operations[operation.kind, default: 0] += 1 }
                 }
             }
@@ -384,7 +391,7 @@ final class ControllerModelRun {
             }
             changeSetsAllowed = operations.count + 1
             for operation in operations {
-                if ProcessInfo.processInfo.environment["STRATA_FRC_DEBUG"] != nil { print("batch request \(operation)") }
+                if debugging { print("batch request \(operation)") }
                 do {
                     if try operation.applyAsBatch(on: container.coordinator) { tally.operations["batch " + operation.kind, default: 0] += 1 }
                 } catch let error as BatchError {
