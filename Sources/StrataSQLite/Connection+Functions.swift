@@ -1,4 +1,5 @@
 internal import CSQLite
+internal import CStrataVFS
 internal import Foundation
 
 // SQLITE_TRANSIENT: SQLite copies result bytes.
@@ -10,9 +11,45 @@ public typealias SQLFunction = ([SQLiteValue]) throws -> SQLiteValue
 /// A Swift comparison usable as an SQLite collation: negative, zero or positive.
 public typealias SQLCollation = (String, String) -> Int
 
+/// The C fast path of a string function (`Connection.createStringFunction`).
+public enum StringFunctionFastPath: Sendable {
+    /// `fold(value, options)`: ASCII lowercasing for option bit 1, ASCII unchanged otherwise.
+    case fold
+    /// `match(op, options, lhs, rhs)`: CONTAINS (1), BEGINSWITH (2), ENDSWITH (3), LIKE (4) on
+    /// an ASCII `lhs`; options bit ``foldLeftOperand`` folds `lhs` first.
+    case match
+
+    /// Option bit of a `match` function: its left operand arrives unfolded.
+    public static let foldLeftOperand = Int(STRATA_MATCH_FOLD_LHS)
+}
+
 private final class FunctionBox {
     let body: SQLFunction
     init(_ body: @escaping SQLFunction) { self.body = body }
+
+    /// Runs the box at `pointer` on SQLite's arguments and sets the call's result.
+    static func call(_ pointer: UnsafeMutableRawPointer?, _ context: OpaquePointer?, _ count: Int32,
+                     _ values: UnsafeMutablePointer<OpaquePointer?>?) {
+        let box = Unmanaged<FunctionBox>.fromOpaque(pointer!).takeUnretainedValue()
+        var arguments: [SQLiteValue] = []
+        arguments.reserveCapacity(Int(count))
+        for index in 0..<Int(count) { arguments.append(SQLiteValue(sqlite: values![index])) }
+        do {
+            switch try box.body(arguments) {
+            case .null: sqlite3_result_null(context)
+            case .integer(let value): sqlite3_result_int64(context, value)
+            case .real(let value): sqlite3_result_double(context, value)
+            case .text(let value):
+                value.withCString { text in
+                    sqlite3_result_text64(context, text, sqlite3_uint64(value.utf8.count), transientResult, UInt8(SQLITE_UTF8))
+                }
+            case .blob(let value):
+                value.withUnsafeBytes { sqlite3_result_blob64(context, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64($0.count), transientResult) }
+            }
+        } catch {
+            sqlite3_result_error(context, "\(error)", -1)
+        }
+    }
 }
 
 private final class CollationBox {
@@ -33,27 +70,24 @@ extension Connection {
         let code = sqlite3_create_function_v2(
             liveHandle, name, argumentCount, flags, box,
             { context, count, values in
-                let box = Unmanaged<FunctionBox>.fromOpaque(sqlite3_user_data(context)).takeUnretainedValue()
-                var arguments: [SQLiteValue] = []
-                arguments.reserveCapacity(Int(count))
-                for index in 0..<Int(count) { arguments.append(SQLiteValue(sqlite: values![index])) }
-                do {
-                    switch try box.body(arguments) {
-                    case .null: sqlite3_result_null(context)
-                    case .integer(let value): sqlite3_result_int64(context, value)
-                    case .real(let value): sqlite3_result_double(context, value)
-                    case .text(let value):
-                        value.withCString { text in
-                            sqlite3_result_text64(context, text, sqlite3_uint64(value.utf8.count), transientResult, UInt8(SQLITE_UTF8))
-                        }
-                    case .blob(let value):
-                        value.withUnsafeBytes { sqlite3_result_blob64(context, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64($0.count), transientResult) }
-                    }
-                } catch {
-                    sqlite3_result_error(context, "\(error)", -1)
-                }
+                FunctionBox.call(sqlite3_user_data(context), context, count, values)
             },
             nil, nil,
+            { box in if let box { Unmanaged<FunctionBox>.fromOpaque(box).release() } })
+        guard code == SQLITE_OK else { throw self.error(code: code, sql: nil) }
+    }
+
+    /// Registers one of Strata's string functions (deterministic): C answers ASCII text (see
+    /// `strata_strings.h`) and calls `body` for everything else, so `body` alone defines the
+    /// function's results and C only skips the Swift strings where bytes give the same answer.
+    public func createStringFunction(_ name: String, argumentCount: Int32, fastPath: StringFunctionFastPath,
+                                     _ body: @escaping SQLFunction) throws {
+        let box = Unmanaged.passRetained(FunctionBox(body)).toOpaque()
+        let code = strata_register_string_function(
+            liveHandle, name, argumentCount, fastPath == .fold ? StrataStringFold : StrataStringMatch, box,
+            { context, count, values in
+                FunctionBox.call(strata_string_function_box(context), context, count, values)
+            },
             { box in if let box { Unmanaged<FunctionBox>.fromOpaque(box).release() } })
         guard code == SQLITE_OK else { throw self.error(code: code, sql: nil) }
     }

@@ -48,7 +48,15 @@ struct ConditionSQL {
                                   _ rhs: BoundOperand, alias: String, positive: Bool) -> String {
         // Decided before the left side adds a parameter that would then go unreferenced.
         if op == .in, case .list(let items) = rhs, items.isEmpty { return "0" }
-        let l = operand(lhs, options, alias: alias)
+        // A string operator folds its left side itself (one function call per row, not two).
+        var foldInMatch = false
+        if [.contains, .beginsWith, .endsWith, .like, .matches].contains(op), !options.isEmpty {
+            switch lhs {
+            case .path, .aggregate: foldInMatch = true
+            case .constant, .list: break
+            }
+        }
+        let l = operand(lhs, foldInMatch ? [] : options, alias: alias)
         func zeroIfNull(_ sql: String) -> String { positive ? "(\(sql))" : "coalesce(\(sql), 0)" }
         switch op {
         case .equal: return "(\(l) IS \(operand(rhs, options, alias: alias)))"
@@ -63,8 +71,36 @@ struct ConditionSQL {
             return membership(l, items, positive: positive)
         case .contains, .beginsWith, .endsWith, .like, .matches:
             let code = StringMatching.operatorCodes[op]!
-            return "strata_match(\(code), \(options.rawValue), \(l), \(operand(rhs, options, alias: alias)))"
+            let flags = options.rawValue | (foldInMatch ? StringFunctionFastPath.foldLeftOperand : 0)
+            let r = operand(rhs, options, alias: alias)
+            let match = "strata_match(\(code), \(flags), \(l), \(r))"
+            // A case-sensitive BEGINSWITH on a string attribute of the row: also a range of the
+            // column, which an index on it serves (and which skips the call for the rows outside).
+            if op == .beginsWith, options.isEmpty, case .path(let path) = lhs, path.hops.isEmpty,
+               case .attribute(let info, let index) = path.terminal, info.attributes[index].type == .string,
+               case .constant(.text(let prefix)) = rhs, !prefix.isEmpty {
+                guard let above = ConditionSQL.successor(ofPrefix: prefix) else { return "(\(l) >= \(r) AND \(match))" }
+                return "(\(l) >= \(r) AND \(l) < \(parameter(.text(above))) AND \(match))"
+            }
+            return match
         }
+    }
+
+    /// The least string above every string that begins with `prefix` in SQLite's BINARY order
+    /// (UTF-8 bytes, which order as scalars do): `prefix` with its last scalar incremented, after
+    /// dropping trailing U+10FFFF; `nil` when nothing is left (no upper bound).
+    static func successor(ofPrefix prefix: String) -> String? {
+        var scalars = Array(prefix.unicodeScalars)
+        while let last = scalars.last {
+            scalars.removeLast()
+            guard last.value < 0x10FFFF else { continue }
+            let next = last.value + 1
+            scalars.append(Unicode.Scalar(next >= 0xD800 && next <= 0xDFFF ? 0xE000 : next)!)
+            var result = String.UnicodeScalarView()
+            result.append(contentsOf: scalars)
+            return String(result)
+        }
+        return nil
     }
 
     /// Joins terms as a balanced tree: a chain of thousands stays within SQLite's parser stack

@@ -79,16 +79,26 @@ enum StringMatching {
     static let operatorCodes: [Comparison.Operator: Int64] = [.contains: 1, .beginsWith: 2, .endsWith: 3, .like: 4, .matches: 5]
     static let operatorsByCode: [Int64: Comparison.Operator] = Dictionary(uniqueKeysWithValues: operatorCodes.map { ($1, $0) })
 
-    /// Registers `strata_fold(value, options)` and `strata_match(op, options, lhs, rhs)` on a store connection.
+    /// Registers `strata_fold(value, options)` and `strata_match(op, options, lhs, rhs)` on a store
+    /// connection. `strata_match`'s options may carry ``StringFunctionFastPath/foldLeftOperand``:
+    /// `lhs` is then folded here (one call per row instead of two).
+    ///
+    /// Both have a C fast path (`strata_strings.c`) that answers where the text is ASCII, where
+    /// folding is ASCII lowercasing and every operator is byte work; anything else (a non-ASCII
+    /// byte, MATCHES) comes here. These closures stay the definition: the predicate differential
+    /// tests compare SQL with memory (which calls ``evaluate(_:_:_:_:)`` directly) on Unicode-heavy
+    /// and ASCII data.
     static func register(on connection: StrataSQLite.Connection) throws {
-        try connection.createFunction("strata_fold", argumentCount: 2) { arguments in
+        try connection.createStringFunction("strata_fold", argumentCount: 2, fastPath: .fold) { arguments in
             guard case .integer(let flags) = arguments[1] else { return arguments[0] }
             return fold(arguments[0], Comparison.Options(rawValue: Int(flags)))
         }
-        try connection.createFunction("strata_match", argumentCount: 4) { arguments in
+        try connection.createStringFunction("strata_match", argumentCount: 4, fastPath: .match) { arguments in
             guard case .integer(let code) = arguments[0], let op = operatorsByCode[code],
                   case .integer(let flags) = arguments[1] else { return .integer(0) }
-            return .integer(evaluate(op, Comparison.Options(rawValue: Int(flags)), arguments[2], arguments[3]) ? 1 : 0)
+            let options = Comparison.Options(rawValue: Int(flags) & ~StringFunctionFastPath.foldLeftOperand)
+            let lhs = Int(flags) & StringFunctionFastPath.foldLeftOperand != 0 ? fold(arguments[2], options) : arguments[2]
+            return .integer(evaluate(op, options, lhs, arguments[3]) ? 1 : 0)
         }
         try connection.createCollation("strata_localized") { localizedCompare($0, $1) }
     }
