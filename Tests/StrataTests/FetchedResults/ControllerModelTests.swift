@@ -27,7 +27,7 @@ import StrataTestSupport
         var failure: (index: Int, problems: [String], batches: [ModelBatch])?
     }
 
-    @Test(.timeLimit(.minutes(120))) func controllersStayExactOnEveryRoute() throws {
+    @Test(.timeLimit(.minutes(300))) func controllersStayExactOnEveryRoute() throws {
         let environment = ProcessInfo.processInfo.environment
         let total = environment["STRATA_FRC_BATCHES"].flatMap { Int($0) } ?? 20_000
         let seeds = environment["STRATA_FRC_SEEDS"].map { $0.split(separator: ",").compactMap { UInt64($0) } }
