@@ -78,12 +78,24 @@ public struct BatchRow<Result: ManagedObject> {
     /// exactly the value's type, with no `Any` box and no dynamic cast (casts from `Any` were a
     /// third of a batch insert's instructions; callgrind). Any other pairing converts as
     /// the `Any?` overload does.
+    ///
+    /// Inlinable, so that the caller's compiler specializes it for `Value`: unspecialized, each
+    /// call looked up the metadata of `Optional<Value>` (12% of a batch insert; callgrind).
+    @inlinable
     public mutating func set<Value: BatchValue>(_ value: Value?, forKey key: String) throws {
-        if case .attribute(let index)? = info.slot(key), info.attributeTypes[index] == Value.batchAttributeType {
-            values.attributes[index] = value?.batchAttributeValue
+        try setAttribute(value?.batchAttributeValue, type: Value.batchAttributeType, forKey: key, original: value as Any?)
+    }
+
+    /// The non-generic rest of the generic `set(_:forKey:)`: `original` is only read (boxed)
+    /// when the attribute's type differs and the value must be converted.
+    @usableFromInline
+    mutating func setAttribute(_ value: AttributeValue?, type: AttributeType, forKey key: String,
+                               original: @autoclosure () -> Any?) throws {
+        if case .attribute(let index)? = info.slot(key), info.attributeTypes[index] == type {
+            values.attributes[index] = value
             return
         }
-        try values.assign(value as Any?, forKey: key, info: info)
+        try values.assign(original(), forKey: key, info: info)
     }
 
     /// Points to-one `key` at the row of `id` (`nil` clears it).

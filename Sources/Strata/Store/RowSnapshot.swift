@@ -106,6 +106,32 @@ struct RowSnapshot: Sendable, Equatable {
         }
     }
 
+    /// Binds the row from parameter `first` on (as ``bind(to:from:)``) and runs `statement` once,
+    /// its text bound in place (``Statement/withText(_:boundAt:_:)``): no copy of a string.
+    func execute(_ statement: Statement, from first: Int32) throws {
+        try execute(statement, attribute: 0, at: first)
+    }
+
+    private func execute(_ statement: Statement, attribute start: Int, at first: Int32) throws {
+        var index = first
+        var attribute = start
+        while attribute < attributes.count {
+            if case .string(let text)? = attributes[attribute] {
+                let next = attribute + 1, nextIndex = index + 1
+                try statement.withText(text, boundAt: index) { try execute(statement, attribute: next, at: nextIndex) }
+                return
+            }
+            try RowSnapshot.bind(attributes[attribute], to: statement, at: index)
+            attribute += 1
+            index += 1
+        }
+        for key in toOnes {
+            if let key { try statement.bind(key, at: index) } else { try statement.bindNull(at: index) }
+            index += 1
+        }
+        try statement.execute()
+    }
+
     /// Binds a value in its stored form (``AttributeValue/storageValue``, shared with the
     /// condition back ends).
     static func bind(_ value: AttributeValue?, to statement: Statement, at index: Int32) throws {
