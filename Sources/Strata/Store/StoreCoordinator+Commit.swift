@@ -72,8 +72,7 @@ extension StoreCoordinator {
                 for (info, key, row) in changes.inserted {
                     let insert = try statement(info, info.insertSQL)
                     try insert.bind(key, at: 1)
-                    try row.bind(to: insert, from: 2)
-                    try insert.execute()
+                    try row.execute(insert, from: 2)
                     wrote = true
                 }
                 statements.removeAll(keepingCapacity: true)
