@@ -6,13 +6,12 @@ import StrataTestSupport
 /// Commits made through another connection (here: a second coordinator on the same file, as
 /// another process would) reach contexts and controllers through `processExternalChanges()`.
 @Suite struct ExternalChangesTests {
-    @Test func anotherConnectionsCommitReachesMainsControllerAsAnExactChangeSet() throws {
-        let directory = TemporaryDirectory()
-        let url = directory.file("shared.sqlite")
+    /// A container at `url` holding `count` numbers 0, 10, 20, …, saved; their IDs in that order.
+    static func numbers(_ count: Int, at url: URL) throws -> (PersistentContainer, [ObjectID]) {
         let container = try PersistentContainer(model: TestModels.numbers(), url: url)
         let update = container.newUpdateContext()
         let ids = try update.performAndWait {
-            let ids = try (0..<3).map { i -> ObjectID in
+            let ids = try (0..<count).map { i -> ObjectID in
                 let n = try update.insert("Number")
                 try n.setValue(Int64(i * 10), forKey: "value")
                 return n.objectID
@@ -20,6 +19,13 @@ import StrataTestSupport
             try update.saveToStore()
             return ids
         }
+        return (container, ids)
+    }
+
+    @Test func anotherConnectionsCommitReachesMainsControllerAsAnExactChangeSet() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("shared.sqlite")
+        let (container, ids) = try Self.numbers(3, at: url)
         let main = container.mainContext
         let delegate = RecordingDelegate()
         let controller = FetchedResultsController(
@@ -65,17 +71,7 @@ import StrataTestSupport
     @Test func aWindowReRunBeforeTheNewsKeepsTheStampItCompared() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("shared.sqlite")
-        let container = try PersistentContainer(model: TestModels.numbers(), url: url)
-        let update = container.newUpdateContext()
-        let ids = try update.performAndWait {
-            let ids = try (0..<4).map { i -> ObjectID in
-                let n = try update.insert("Number")
-                try n.setValue(Int64(i * 10), forKey: "value")
-                return n.objectID
-            }
-            try update.saveToStore()
-            return ids
-        }
+        let (container, ids) = try Self.numbers(4, at: url)
         let main = container.mainContext
         let delegate = RecordingDelegate()
         var request = FetchRequest(entityName: "Number", sortKeys: [.ascending("value")])
