@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import CSQLiteRaw
 
 // Strata's batch insert (issue 20): the same import as StrataSide.importAll, every table written
 // by a BatchInsertRequest (no objects), compared with the raw side's import.
@@ -64,4 +65,40 @@ extension StrataSide {
 @inline(never) @_optimize(none) @_silgen_name("strata_profile_region_batch_insert")
 func strataRegionBatchInsert(_ data: Dataset, _ flights: [Flight], _ coordinator: StoreCoordinator) throws -> Int {
     try StrataSide.batchImportAll(data, flights: flights, into: coordinator)
+}
+
+extension StrataSide {
+    /// `minute = 0` on every flight of the first half of each month, by one batch update
+    /// (rows already at 0 are left alone); the number of rows changed.
+    static func batchUpdateMinutes(_ coordinator: StoreCoordinator) throws -> Int {
+        let request = BatchUpdateRequest(FetchRequest(entityName: "Flight", predicate: try Condition("day <= 15")),
+                                         propertiesToUpdate: ["minute": Int64(0)])
+        return try coordinator.execute(request).count
+    }
+
+    /// Every flight of the second half of each month deleted by one batch delete.
+    static func batchDeleteLateDays(_ coordinator: StoreCoordinator) throws -> Int {
+        try coordinator.execute(BatchDeleteRequest(FetchRequest(entityName: "Flight", predicate: try Condition("day > 15")))).count
+    }
+}
+
+extension RawDB {
+    /// The raw twin of `StrataSide.batchUpdateMinutes`: one UPDATE in one transaction, the
+    /// version bumped as Strata bumps it, rows already at 0 left alone.
+    func updateMinutes() throws -> Int {
+        try execute("BEGIN IMMEDIATE")
+        try execute(#"UPDATE "Flight" SET "minute" = 0, "_version" = "_version" + 1 WHERE "day" <= 15 AND "minute" IS NOT 0"#)
+        let count = Int(sqlite3_changes(handle))
+        try execute("COMMIT")
+        return count
+    }
+
+    /// The raw twin of `StrataSide.batchDeleteLateDays`.
+    func deleteLateDays() throws -> Int {
+        try execute("BEGIN IMMEDIATE")
+        try execute(#"DELETE FROM "Flight" WHERE "day" > 15"#)
+        let count = Int(sqlite3_changes(handle))
+        try execute("COMMIT")
+        return count
+    }
 }

@@ -37,6 +37,10 @@ enum Profile {
         ("string", "Strata: fetch of tailnum BEGINSWITH[c] 'n1' (condition parsed outside)"),
         ("raw-string", "raw C API: tailnum LIKE 'n1%' decoded into structs"),
         ("frc", "Strata: results controller performFetch, sections by airline.name"),
+        ("batch-update", "Strata: BatchUpdateRequest minute = 0 where day <= 15 (on a copy of the store)"),
+        ("raw-update", "raw C API: UPDATE Flight SET minute = 0, _version + 1 WHERE day <= 15 AND minute IS NOT 0 (on a copy)"),
+        ("batch-delete", "Strata: BatchDeleteRequest of the flights where day > 15 (on a copy of the store)"),
+        ("raw-delete", "raw C API: DELETE FROM Flight WHERE day > 15 (on a copy)"),
         ("prepare", "builds the Strata and raw stores at STRATA_PROFILE_STORE (unmeasured) and exits"),
     ]
 
@@ -96,6 +100,18 @@ enum Profile {
         let jfkCount = flights.filter { $0.origin == jfk && ($0.depDelay ?? -.infinity) > 60 }.count
         let tailnumCount = flights.filter { $0.tailnum?.lowercased().hasPrefix("n1") ?? false }.count
         let tailnumPrefix = try StrataSide.tailnumPrefix()
+        let updateCount = flights.filter { $0.day <= 15 && $0.minute != 0 }.count
+        let deleteCount = flights.filter { $0.day > 15 }.count
+        /// A copy of the prepared store (Strata's or raw's), which a mutating mode may change.
+        func copyOfStore(raw: Bool) throws -> String {
+            let source = raw ? rawPath : strataURL.path
+            let copy = folder.appendingPathComponent(raw ? "mutated.raw" : "mutated.sqlite").path
+            removeStore(copy)
+            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: source + suffix) {
+                try FileManager.default.copyItem(atPath: source + suffix, toPath: copy + suffix)
+            }
+            return copy
+        }
 
         for round in 0..<(warmup + rounds) {
             // The warm-up rounds call the same code, not through the region functions.
@@ -182,6 +198,27 @@ enum Profile {
                 let (list, seconds) = try timed { try StrataSide.openList(container) }
                 container.coordinator.close()
                 say(tag + "frc \(list.sections.count) sections \(seconds)")
+            case "batch-update", "batch-delete":
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: URL(fileURLWithPath: try copyOfStore(raw: false)))
+                let (count, seconds) = try timed {
+                    mode == "batch-update"
+                        ? (measured ? try strataRegionBatchUpdate(coordinator) : try StrataSide.batchUpdateMinutes(coordinator))
+                        : (measured ? try strataRegionBatchDelete(coordinator) : try StrataSide.batchDeleteLateDays(coordinator))
+                }
+                coordinator.close()
+                let expected = mode == "batch-update" ? updateCount : deleteCount
+                try expect(count == expected, "\(mode) changed \(count) flights, expected \(expected)")
+                say(tag + "\(mode) \(count) \(seconds)")
+            case "raw-update", "raw-delete":
+                let db = try RawDB(path: try copyOfStore(raw: true))
+                let (count, seconds) = try timed {
+                    mode == "raw-update"
+                        ? (measured ? try rawRegionUpdate(db) : try db.updateMinutes())
+                        : (measured ? try rawRegionDelete(db) : try db.deleteLateDays())
+                }
+                let expected = mode == "raw-update" ? updateCount : deleteCount
+                try expect(count == expected, "\(mode) changed \(count) flights, expected \(expected)")
+                say(tag + "\(mode) \(count) \(seconds)")
             default:
                 throw VersusError("STRATA_PROFILE mode '\(mode)' has no round")
             }
@@ -249,4 +286,24 @@ func strataRegionString(_ context: ManagedObjectContext, _ condition: Condition)
 @inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_string")
 func rawRegionString(_ db: RawDB) throws -> [Flight] {
     try db.tailnumPrefix()
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_batch_update")
+func strataRegionBatchUpdate(_ coordinator: StoreCoordinator) throws -> Int {
+    try StrataSide.batchUpdateMinutes(coordinator)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_update")
+func rawRegionUpdate(_ db: RawDB) throws -> Int {
+    try db.updateMinutes()
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_batch_delete")
+func strataRegionBatchDelete(_ coordinator: StoreCoordinator) throws -> Int {
+    try StrataSide.batchDeleteLateDays(coordinator)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_delete")
+func rawRegionDelete(_ db: RawDB) throws -> Int {
+    try db.deleteLateDays()
 }

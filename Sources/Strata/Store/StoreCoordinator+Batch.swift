@@ -118,11 +118,22 @@ extension StoreCoordinator {
         let result: ([Int64], Int64?) = try withConnection { db in
             try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
-                let keys = try selectedKeys(db, plan)
-                guard !keys.isEmpty else { return ([], nil) }
+                // The selected rows' keys are read first only where they are needed: for a
+                // window (limit, offset), or to name a row in an error. Otherwise the UPDATE
+                // selects the rows itself (one statement, no list of keys through JSON).
+                let windowed = plan.request.fetchLimit != nil || plan.request.fetchOffset > 0
+                var selected: [Int64]?
+                func keys() throws -> [Int64] {
+                    if let selected { return selected }
+                    let keys = try selectedKeys(db, plan)
+                    selected = keys
+                    return keys
+                }
+                if windowed, try keys().isEmpty { return ([], nil) }
                 if !failures.isEmpty {
+                    guard let first = try keys().first else { return ([], nil) }
                     throw ValidationError(failures: failures.map {
-                        ValidationFailure(objectID: ObjectID(entityName: info.name, primaryKey: keys[0]), key: $0.key, rule: $0.rule, message: $0.message)
+                        ValidationFailure(objectID: ObjectID(entityName: info.name, primaryKey: first), key: $0.key, rule: $0.rule, message: $0.message)
                     })
                 }
                 for index in toOneIndexes {
@@ -131,9 +142,13 @@ extension StoreCoordinator {
                     try exists.bind(destinationKey, at: 1)
                     let present = try exists.step()
                     exists.reset()
-                    if !present { throw BatchError.missingDestinations(entity: info.name, key: info.toOnes[index].name, count: keys.count) }
+                    if !present {
+                        let count = try keys().count
+                        guard count > 0 else { return ([], nil) }
+                        throw BatchError.missingDestinations(entity: info.name, key: info.toOnes[index].name, count: count)
+                    }
                 }
-                var arguments: [SQLiteValue] = [.text(StoreCoordinator.jsonKeys(keys))]
+                var arguments: [SQLiteValue] = windowed ? [.text(StoreCoordinator.jsonKeys(try keys()))] : plan.arguments
                 var assignments: [String] = []
                 var differences: [String] = []
                 func assign(_ column: String, _ value: SQLiteValue) {
@@ -146,13 +161,21 @@ extension StoreCoordinator {
                 assignments.append("\(quoted(versionColumn)) = \(quoted(versionColumn)) + 1")
                 // Only rows that change: a row that already holds the values keeps its version
                 // and is no news (no context refreshes it, no list reports it as updated).
-                let update = try db.prepare("UPDATE \(info.table) SET \(assignments.joined(separator: ", ")) "
-                    + "WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?1)) AND (\(differences.joined(separator: " OR ")))"
-                    + " RETURNING \(quoted(primaryKeyColumn))")
-                try update.bind(arguments)
+                let rows = windowed
+                    ? " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?1)) AND "
+                    : (plan.whereSQL.isEmpty ? " WHERE " : " WHERE (" + plan.whereSQL.dropFirst(" WHERE ".count) + ") AND ")
+                // The keys of the rows that will change, then the UPDATE of the same rows (same
+                // transaction): an UPDATE … RETURNING costs SQLite a second pass over an ephemeral
+                // table (2.4× a plain UPDATE's instructions; with the SELECT first, 1.5×).
+                let filter = rows + "(\(differences.joined(separator: " OR ")))"
+                let select = try db.prepare("SELECT t0.\(quoted(primaryKeyColumn)) FROM \(info.table) AS t0" + filter)
+                try select.bind(arguments)
                 var changed: [Int64] = []
-                try update.forEachRow { changed.append($0.int64(at: 0)) }
+                try select.forEachRow { changed.append($0.int64(at: 0)) }
                 guard !changed.isEmpty else { return ([], nil) }
+                let update = try db.prepare("UPDATE \(info.table) AS t0 SET \(assignments.joined(separator: ", "))" + filter)
+                try update.bind(arguments)
+                try update.execute()
                 KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
                 let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin)
                 return (changed.sorted(), generation)
