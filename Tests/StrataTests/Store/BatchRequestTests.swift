@@ -161,6 +161,34 @@ import StrataTestSupport
         #expect(try g.settledLayout() == ["Vegetable: Apple, Banana, Carrot"])
     }
 
+    /// The update's statements: without a window, one SELECT of the rows that will change and
+    /// one UPDATE, both filtered by the request's condition (a row that already holds the values
+    /// is neither); with a limit, the window's rows only.
+    @Test func aBatchUpdateChangesOnlyTheRowsItSelects() throws {
+        let g = try Goods()
+        g.coordinator.resetStatistics()
+        // Every good holds 0; Banana gets 3, then all three 0 again: only Banana changes.
+        let banana = try g.coordinator.execute(BatchUpdateRequest(entityName: "Good", predicate: try Condition("name == 'Banana'"), propertiesToUpdate: ["number": 3]))
+        #expect(banana.count == 1)
+        let all = try g.coordinator.execute(BatchUpdateRequest(entityName: "Good", predicate: try Condition("name == 'Apple' OR name == 'Banana' OR name == 'Carrot'"),
+                                                               propertiesToUpdate: ["number": 0]))
+        #expect(all.objectIDs == banana.objectIDs)
+        let updates = g.coordinator.statistics.statements.filter { $0.sql.hasPrefix("UPDATE \"Good\"") }
+        #expect(!updates.contains { $0.sql.contains("json_each") || $0.sql.contains("RETURNING") }, "\(updates.map(\.sql))")
+        // A window: the first two goods by name, Apple and Banana; Banana already holds 7 after the first.
+        var window = FetchRequest(entityName: "Good", sortKeys: [.ascending("name")])
+        window.fetchLimit = 2
+        let first = try g.coordinator.execute(BatchUpdateRequest(window, propertiesToUpdate: ["number": 7]))
+        #expect(first.count == 2)
+        window.fetchOffset = 1
+        let second = try g.coordinator.execute(BatchUpdateRequest(window, propertiesToUpdate: ["number": 7]))
+        #expect(second.count == 1)     // Banana (7 already) and Carrot: Carrot only
+        let numbers = try g.main.performAndWait {
+            try g.main.fetch(FetchRequest(entityName: "Good", sortKeys: [.ascending("name")])).map { try $0.value(forKey: "number") as? Int64 }
+        }
+        #expect(numbers == [7, 7, 7])
+    }
+
     @Test func aContextsUnsavedEditIsKeptOverTheBatchsRow() throws {
         let g = try Goods()
         // A root context on the same store read Apple and changed its number, unsaved.
