@@ -193,8 +193,11 @@ extension ManagedObjectContext {
             // Its own one-to-many members follow the to-ones of the objects still changed here,
             // and so do the destinations': a list never disagrees with the keys it is made of.
             if wasChanged { try rederivePendingMembers(of: object) }
+            // A destination new in this context too: its members are all pending, and the
+            // discarded move must leave them (found by the 200,000-batch soak, seed
+            // 9248279437356116656: a category new on main kept an item refreshed away from it).
             for (destination, index) in destinations {
-                guard let other = registered[destination], other.state != .invalid, other.state != .inserted else { continue }
+                guard let other = registered[destination], other.state != .invalid else { continue }
                 other.toMany[index] = ToManyState()
                 try rederivePendingMembers(of: other, index)
                 changes.refreshed.insert(destination)

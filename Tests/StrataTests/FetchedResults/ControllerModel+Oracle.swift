@@ -145,6 +145,9 @@ extension ControllerModelRun {
         // (c) Updates only for rows that changed, each once; changed rows that stay are reported.
         if !reloaded {
             let old = before[spec.entity] ?? [:], new = after[spec.entity] ?? [:]
+            if debugging, spec.entity == "Category" {
+                for id in actual.sections.flatMap(\.ids) { print("[\(spec.name)]   \(id): \(old[id.primaryKey].map { "\($0)" } ?? "-") -> \(new[id.primaryKey].map { "\($0)" } ?? "-")") }
+            }
             // Rollback and refresh batches edit main first (reported when the edit ends) and then
             // revert: an object may then rightly be reported twice, back to where it was. Every
             // other route changes what a context sees once, except when another coordinator's

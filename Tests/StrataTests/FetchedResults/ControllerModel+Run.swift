@@ -243,10 +243,24 @@ final class ControllerModelRun {
         return problems
     }
 
+    /// For debugging output: the object an operation names, as ` → Entity/key`.
+    static func target(of operation: ModelOperation, in context: ManagedObjectContext) -> String {
+        func key(_ entity: String, _ index: Int) -> String {
+            guard let keys = try? ModelOperation.keys(entity, in: context), !keys.isEmpty else { return "" }
+            return " → \(keys[index % keys.count])"
+        }
+        switch operation {
+        case let .deleteParent(p, i), let .renameParent(p, i, _): return key(p.entity, i)
+        case let .setRank(i, _): return key("Category", i)
+        case let .refresh(target, i, _) where target != .all: return key(target == .item ? "Item" : "Category", i)
+        default: return operation.itemReference.map { key("Item", $0) } ?? ""
+        }
+    }
+
     /// Applies the operations in `context`, counting what ran.
     private func apply(_ operations: [ModelOperation], in context: ManagedObjectContext) throws {
         for operation in operations {
-            if debugging { print("apply \(operation) in \(context.name ?? "?")") }
+            if debugging { print("apply \(operation) in \(context.name ?? "?")\(Self.target(of: operation, in: context))") }
             if try operation.apply(in: context) { tally.operations[operation.kind, default: 0] += 1 }
         }
     }
@@ -378,7 +392,7 @@ final class ControllerModelRun {
             try main.performAndWait {
                 for operation in operations {
                     // A plain edit first (left unsaved), then the refreshes.
-                    if debugging { print("apply \(operation) in main") }
+                    if debugging { print("apply \(operation) in main\(Self.target(of: operation, in: main))") }
                     if try operation.apply(in: main) { tally.operations[operation.kind, default: 0] += 1 }
                 }
             }
