@@ -52,6 +52,13 @@ extension ManagedObjectContext {
                 if changed.current.toOnes[inverse] == owner { keys.insert(key) } else { keys.remove(key) }
             }
         }
+        // An object deleted here is nobody's member, whatever its to-one or the level above says
+        // (a batch request can re-point its row at another owner after the delete: soak seed
+        // 12872367117340897650, a cascade from that owner then met the deleted object).
+        if !deleted.isEmpty {
+            let destination = object.info.toManys[index].destination
+            for gone in deleted.values where gone.entityName == destination { keys.remove(gone.objectID.primaryKey) }
+        }
         return keys
     }
 

@@ -81,3 +81,46 @@ import StrataTestSupport
         try f.expectListMatchesStore()
     }
 }
+
+/// An item deleted on main (unsaved, by a cascade) whose row a batch request then re-points at
+/// another shelf: that shelf's members leave it out, so deleting the shelf in a child context
+/// cascades without meeting the deleted item.
+@Suite struct DeletedMemberTests {
+    @Test func aRowDeletedOnMainAndRepointedByABatchIsNoMember() throws {
+        let model = try Model(version: "shelves-1", entities: [
+            Entity("Shelf", attributes: [Attribute("name", .string, isOptional: false)],
+                   relationships: [Relationship("items", .toMany, to: "Item", inverse: "shelf", deleteRule: .cascade)]),
+            Entity("Item", attributes: [Attribute("name", .string, isOptional: false)],
+                   relationships: [Relationship("shelf", .toOne, to: "Shelf", inverse: "items")]),
+        ])
+        let container = try PersistentContainer(inMemoryWith: model)
+        let update = container.newUpdateContext()
+        let (first, second, item) = try update.performAndWait { () throws -> (ObjectID, ObjectID, ObjectID) in
+            let a = try update.insert("Shelf"), b = try update.insert("Shelf")
+            try a.setValue("a", forKey: "name")
+            try b.setValue("b", forKey: "name")
+            let i = try update.insert("Item")
+            try i.setValue("i", forKey: "name")
+            try i.setValue(a, forKey: "shelf")
+            try update.saveToStore()
+            return (a.objectID, b.objectID, i.objectID)
+        }
+        let main = container.mainContext
+        try main.performAndWait { try main.delete(try main.existingObject(with: first)) }    // cascades to the item
+        try container.coordinator.execute(BatchUpdateRequest(entityName: "Item", predicate: try Condition("SELF == %@", item),
+                                                             propertiesToUpdate: ["shelf": second]))
+        container.waitForPendingMerges()
+        let members = try main.performAndWait {
+            ((try main.existingObject(with: second).value(forKey: "items") as? Set<ManagedObject>) ?? []).map(\.objectID)
+        }
+        #expect(members.isEmpty, "\(members)")
+        let child = container.newUpdateContext()
+        try child.performAndWait {
+            try child.delete(try child.existingObject(with: second))
+            try child.save()
+        }
+        try main.performAndWait { try main.saveToStore() }
+        let fresh = container.coordinator.newContext()
+        #expect(try fresh.performAndWait { try fresh.count(for: FetchRequest(entityName: "Item")) + fresh.count(for: FetchRequest(entityName: "Shelf")) } == 0)
+    }
+}
