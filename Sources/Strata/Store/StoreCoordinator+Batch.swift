@@ -57,7 +57,7 @@ extension StoreCoordinator {
                     guard let destination = model.schema.infos[relationship.destination] else { continue }
                     let present = try db.cachedStatement(
                         "SELECT count(*) FROM \(destination.table) WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
-                    try present.bind("[" + destinations[index].map(String.init).joined(separator: ",") + "]", at: 1)
+                    try present.bind(StoreCoordinator.jsonKeys(Array(destinations[index])), at: 1)
                     _ = try present.step()
                     let found = present.int64(at: 0)
                     present.reset()
