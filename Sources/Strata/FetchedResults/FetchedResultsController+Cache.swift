@@ -58,13 +58,15 @@ extension AnyFetchedResultsController {
     }
 
     /// Registers this controller's cache for refreshes after commits (see
-    /// ``StoreCoordinator``'s cache refreshes): a committed snapshot re-read in the background.
+    /// ``StoreCoordinator``'s cache refreshes): brought up to date in the background from each
+    /// commit's changed keys, or re-read from a committed snapshot when that can't be done.
     func registerCacheRefresher(_ plan: FetchPlan) {
         guard let cacheName else { return }
         let refresher = CacheRefresher(
             name: cacheName, sql: plan.keyAndSortValuesSQL(), arguments: plan.arguments,
             sectioned: sectionNameKeyPath != nil, entities: plan.entities,
-            request: CanonicalRequest(plan.request, sectionKeyPath: sectionNameKeyPath), pending: Locked(false))
+            request: CanonicalRequest(plan.request, sectionKeyPath: sectionNameKeyPath),
+            incremental: IncrementalRefreshPlan(plan), pending: Locked(false))
         managedObjectContext.coordinator.registerCacheRefresher(refresher, for: ObjectIdentifier(self))
     }
 

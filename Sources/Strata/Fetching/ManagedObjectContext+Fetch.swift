@@ -148,6 +148,10 @@ struct FetchPlan {
     let sortPaths: [(path: BoundPath, key: SortKey)]
     /// Every entity the request reads: pending changes to any of them mean SQL alone can't answer.
     let entities: Set<String>
+    /// The entities the request reaches through a relationship (the root too when a key path
+    /// leads back to it): a change to one of their rows can move rows of the root it did not
+    /// write, so an incremental cache refresh is impossible across it.
+    let relatedEntities: Set<String>
     /// ` WHERE …` (or empty), with its arguments, then ` ORDER BY …`.
     let whereSQL: String
     /// ` LEFT JOIN …` for sort keys through to-ones (or empty); part of every SELECT with `orderSQL`.
@@ -165,20 +169,21 @@ struct FetchPlan {
                      "FetchRequest fetchLimit and fetchOffset must not be negative.")
         self.request = request
         self.info = info
-        var entities: Set<String> = [info.name]
+        var related: Set<String> = []
         if let predicate = request.predicate {
             var binder = ConditionBinder(schema: schema, root: info, condition: predicate)
             condition = try binder.bind(predicate)
-            entities.formUnion(binder.entities)
+            related.formUnion(binder.reached)
         } else {
             condition = nil
         }
         sortPaths = try request.sortKeys.map { key in
             let (path, reached) = try FetchPlan.sortPath(key.key, schema: schema, root: info)
-            entities.formUnion(reached)
+            related.formUnion(reached)
             return (path, key)
         }
-        self.entities = entities
+        relatedEntities = related
+        entities = related.union([info.name])
         var sql = ConditionSQL()
         whereSQL = condition.map { " WHERE " + sql.condition($0, alias: "t0") } ?? ""
         var values: [String] = []
@@ -247,6 +252,24 @@ struct FetchPlan {
     func keyAndSortValuesSQL(withVersion: Bool = false) -> String {
         let version = withVersion ? ["t0.\(quoted(versionColumn))"] : []
         return selectSQL((["t0.\(quoted(primaryKeyColumn))"] + sortValueSQL + version).joined(separator: ", "))
+    }
+
+    /// `keyAndSortValuesSQL()` restricted to the root rows whose keys are in the JSON array bound
+    /// to the last parameter (after ``arguments``): the rows of a commit's changed keys that the
+    /// request selects, in the request's order.
+    func keyAndSortValuesSQL(amongKeysAt parameter: Int) -> String {
+        let keys = "t0.\(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?\(parameter)))"
+        let condition = whereSQL.isEmpty ? " WHERE " + keys : " WHERE (" + whereSQL.dropFirst(" WHERE ".count) + ") AND " + keys
+        return "SELECT " + (["t0.\(quoted(primaryKeyColumn))"] + sortValueSQL).joined(separator: ", ")
+            + " FROM \(info.table) AS t0" + joinSQL + condition + orderSQL
+    }
+
+    /// Of the two root rows whose keys are bound to `?1` and `?2`, the key of the one the
+    /// request's `ORDER BY` puts first: a comparison made by SQLite itself, so it agrees with the
+    /// full query by construction (collations, folding, `NULL`s, the key as the last tie-break).
+    var orderProbeSQL: String {
+        "SELECT t0.\(quoted(primaryKeyColumn)) FROM \(info.table) AS t0" + joinSQL
+            + " WHERE t0.\(quoted(primaryKeyColumn)) IN (?1, ?2)" + orderSQL + " LIMIT 1"
     }
 
     var windowSQL: String {

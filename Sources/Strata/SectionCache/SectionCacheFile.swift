@@ -275,9 +275,10 @@ public struct SectionCacheFile: Sendable, Equatable {
               let compressedLength = reader.u32(), reader.position == 16 + headerLength,
               reader.position + Int(compressedLength) + 4 == size else { throw .badHeader }
         // Sizes that bound every allocation decoding makes: each key takes at least one body byte,
-        // each section at least one key and ten body bytes, and zlib inflates at most 1032:1.
+        // each section at least one key and seven body bytes (a NULL value, an empty name, no
+        // index title, a one-byte count), and zlib inflates at most 1032:1.
         guard objectCount <= UInt64(bodyLength), UInt64(sectionCount) <= objectCount,
-              UInt64(sectionCount) * 10 <= UInt64(bodyLength),
+              UInt64(sectionCount) * 7 <= UInt64(bodyLength),
               UInt64(bodyLength) <= UInt64(compressedLength) * 1032 + 64 else { throw .badHeader }
         guard let request = try? JSONDecoder().decode(CanonicalRequest.self, from: Data(requestJSON.utf8)) else { throw .badHeader }
         let uuid = uuidBytes.withUnsafeBufferPointer { buffer in

@@ -65,7 +65,8 @@ extension StoreCoordinator {
 }
 
 /// What refreshing one controller's cache after a commit needs, all of it Sendable: the query,
-/// how to cut sections, the stamp's entities and the request.
+/// how to cut sections, the stamp's entities and the request; and for an incremental refresh,
+/// its SQL and the log of commits since the file was written.
 struct CacheRefresher: Sendable {
     let name: String
     let sql: String
@@ -73,8 +74,11 @@ struct CacheRefresher: Sendable {
     let sectioned: Bool
     let entities: Set<String>
     let request: CanonicalRequest
+    /// `nil` when every refresh re-runs the request (a window, a key path back to the root).
+    let incremental: IncrementalRefreshPlan?
     /// Set while a refresh is queued and not started: further commits coalesce into it.
     let pending: Locked<Bool>
+    let log = Locked(CacheRefreshLog())
 }
 
 extension StoreCoordinator {
@@ -88,9 +92,29 @@ extension StoreCoordinator {
         _ = cacheRefreshers.withLock { $0.removeValue(forKey: owner) }
     }
 
-    /// After a commit: every cache that reads a touched entity is rebuilt on the cache queue from
-    /// a committed snapshot (its own read-only connection: rows and metadata in one read
-    /// transaction). Commits that arrive before a queued refresh starts share it.
+    /// What the cache refreshes did since the coordinator opened (see
+    /// ``SectionCacheRefreshStatistics``).
+    public var cacheRefreshStatistics: SectionCacheRefreshStatistics {
+        cacheRefreshTally.withLock { $0 }
+    }
+
+    /// Under the lock, right after a commit that took `generation`: every cache's log notes it,
+    /// with the keys it wrote of the entities that cache reads (`keys` `nil`: unknown, as for a
+    /// batch request). Noting under the lock keeps each log in generation order.
+    func noteCommit(generation: Int64, touched: Set<String>, keys: @autoclosure () -> [String: [Int64]]?) {
+        let refreshers = cacheRefreshers.withLock { Array($0.values) }
+        guard !refreshers.isEmpty else { return }
+        let written = keys()
+        for refresher in refreshers {
+            let relevant = written.map { $0.filter { refresher.entities.contains($0.key) } }
+            let unknown = relevant == nil && !refresher.entities.isDisjoint(with: touched)
+            refresher.log.withLock { $0.note(generation: generation, keys: unknown ? nil : relevant ?? [:]) }
+        }
+    }
+
+    /// After a commit: every cache that reads a touched entity is brought up to date on the cache
+    /// queue, from a committed snapshot (its own read-only connection: rows and metadata in one
+    /// read transaction). Commits that arrive before a queued refresh starts share it.
     func scheduleCacheRefreshes(touching touched: Set<String>) {
         let due = cacheRefreshers.withLock { $0.values.filter { !$0.entities.isDisjoint(with: touched) } }
         for refresher in due {
@@ -107,11 +131,12 @@ extension StoreCoordinator {
         }
     }
 
-    /// On the cache queue: reads the request and the stamp in one read transaction and writes the file.
+    /// On the cache queue: reads the stamp, and the request's rows or only the changed ones, in
+    /// one read transaction, and writes the file.
     private func refreshCache(_ refresher: CacheRefresher) {
         guard let sectionCaches, let url, !isClosed else { return }
         do {
-            let file: SectionCacheFile = try refreshConnection.withLock { connection in
+            let file: SectionCacheFile? = try refreshConnection.withLock { connection in
                 if connection == nil {
                     var configuration = Connection.Configuration()
                     configuration.readOnly = true
@@ -121,18 +146,67 @@ extension StoreCoordinator {
                 }
                 let db = connection!
                 KillPoint.hit("cache.rebuild.begin")
-                let file = try db.transaction(.deferred) {
+                let file = try db.transaction(.deferred) { () throws -> SectionCacheFile? in
                     let metadata = try StoreCoordinator.readMetadata(db)
-                    return try SectionCacheFile.compute(refresher.sql, refresher.arguments, sectioned: refresher.sectioned, on: db,
-                                                        stamp: SectionCacheStamp(metadata, entities: refresher.entities),
-                                                        request: refresher.request)
+                    let stamp = SectionCacheStamp(metadata, entities: refresher.entities)
+                    var tally = SectionCacheRefreshStatistics()
+                    defer { cacheRefreshTally.withLock { $0.add(tally) } }
+                    switch try incrementalRefresh(refresher, sectionCaches, on: db, stamp: stamp, tally: &tally) {
+                    case .current:
+                        return nil
+                    case .derived(let file):
+                        tally.incremental += 1
+                        return file
+                    case .impossible:
+                        let file = try SectionCacheFile.compute(refresher.sql, refresher.arguments, sectioned: refresher.sectioned,
+                                                                on: db, stamp: stamp, request: refresher.request)
+                        tally.full += 1
+                        tally.fullRowsRead += file.keys.count
+                        return file
+                    }
                 }
                 KillPoint.hit("cache.rebuild.fetched")
                 return file
             }
+            guard let file else { return }
             try sectionCaches.write(file, named: refresher.name)
+            refresher.log.withLock { $0.trim(through: file.stamp.generation) }
         } catch {
             SectionCacheStore.logger.warning("section cache refresh failed", metadata: ["cache": "\(refresher.name)", "error": "\(error)"])
         }
+    }
+
+    private enum IncrementalOutcome {
+        /// The file on disk already describes this snapshot.
+        case current
+        case derived(SectionCacheFile)
+        case impossible
+    }
+
+    /// The file on disk brought up to `stamp` from the commits' changed keys, when everything
+    /// needed is known (see IncrementalCacheRefresh.swift); inside the caller's read transaction.
+    private func incrementalRefresh(_ refresher: CacheRefresher, _ caches: SectionCacheStore, on db: Connection,
+                                    stamp: SectionCacheStamp, tally: inout SectionCacheRefreshStatistics) throws -> IncrementalOutcome {
+        guard let plan = refresher.incremental, incrementalCacheRefresh,
+              let data = try? caches.read(named: refresher.name),
+              let header = try? SectionCacheFile.header(of: data),
+              header.request == refresher.request,
+              header.stamp.storeUUID == stamp.storeUUID, header.stamp.modelHash == stamp.modelHash,
+              Set(header.stamp.entities.keys) == refresher.entities,
+              let changes = refresher.log.withLock({ $0.changes(after: header.stamp.generation, upTo: stamp.generation) })
+        else { return .impossible }
+        if header.stamp.generation == stamp.generation {
+            return header.stamp == stamp ? .current : .impossible
+        }
+        // A write to an entity reached through a relationship can move rows nobody wrote.
+        for (entity, keys) in changes where entity != plan.root && !keys.isEmpty {
+            if plan.relatedEntities.contains(entity) { return .impossible }
+        }
+        KillPoint.hit("cache.refresh.incremental")
+        guard let base = try? SectionCacheFile.decodeBody(data, header),
+              let file = try base.applying(changes[plan.root] ?? [], plan, arguments: refresher.arguments,
+                                           sectioned: refresher.sectioned, on: db, stamp: stamp, statistics: &tally)
+        else { return .impossible }
+        return .derived(file)
     }
 }

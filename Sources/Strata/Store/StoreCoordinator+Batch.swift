@@ -80,7 +80,7 @@ extension StoreCoordinator {
             }
         }
         let ids = (first..<(first + count)).map { ObjectID(entityName: info.name, primaryKey: $0) }
-        finishBatch(touched: touched, deleted: [])
+        finishBatch(touched: touched, deleted: [], generation: generation)
         return BatchResult(entityName: info.name, objectIDs: ids, generation: generation, touchedEntities: touched)
     }
 
@@ -184,7 +184,7 @@ extension StoreCoordinator {
         guard let generation = result.1 else {
             return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: [])
         }
-        finishBatch(touched: touched, deleted: [])
+        finishBatch(touched: touched, deleted: [], generation: generation)
         return BatchResult(entityName: info.name, objectIDs: result.0.map { ObjectID(entityName: info.name, primaryKey: $0) },
                            generation: generation, touchedEntities: touched)
     }
@@ -277,7 +277,7 @@ extension StoreCoordinator {
             return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: [])
         }
         let ids = result.0.map { ObjectID(entityName: info.name, primaryKey: $0) }
-        finishBatch(touched: result.2, deleted: Set(ids))
+        finishBatch(touched: result.2, deleted: Set(ids), generation: generation)
         return BatchResult(entityName: info.name, objectIDs: ids, generation: generation, touchedEntities: result.2)
     }
 
@@ -324,7 +324,10 @@ extension StoreCoordinator {
     }
 
     /// After a batch commit: refresh the section caches it outdated and tell every context.
-    private func finishBatch(touched: Set<String>, deleted: Set<ObjectID>) {
+    private func finishBatch(touched: Set<String>, deleted: Set<ObjectID>, generation: Int64) {
+        // Keys unknown to the caches' logs: their next refresh re-runs the request. (Noted after
+        // the lock: a log that sees generations out of order only starts again.)
+        noteCommit(generation: generation, touched: touched, keys: nil)
         scheduleCacheRefreshes(touching: touched)
         tellContexts(changed: touched, deleted: deleted)
     }

@@ -125,7 +125,10 @@ extension StoreCoordinator {
                     result: CommitResult(generation: generation, nonce: nonce, touchedEntities: changes.touchedEntities),
                     resolutions: resolutions)
             }
-            if outcome.result != nil { refreshModelJSON = false }   // under the lock, once COMMIT succeeded
+            if let result = outcome.result {
+                refreshModelJSON = false                    // under the lock, once COMMIT succeeded
+                noteCommit(generation: result.generation, touched: result.touchedEntities, keys: changes.writtenKeys)
+            }
             return outcome
         }
         if let result = outcome.result { scheduleCacheRefreshes(touching: result.touchedEntities) }

@@ -42,6 +42,10 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// `cacheQueue`'s token in ``CacheQueueRegistry`` (flushed at process exit), set when the
     /// first cache work is queued; `nil` while none ever was.
     let cacheQueueToken = Locked<Int?>(nil)
+    /// What cache refreshes did (``cacheRefreshStatistics``).
+    let cacheRefreshTally = Locked(SectionCacheRefreshStatistics())
+    /// ``StoreOptions/incrementalCacheRefresh``.
+    let incrementalCacheRefresh: Bool
     private let connection: Connection
     /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out.
     private var reservedKeys: [(next: Int64, end: Int64, block: Int64)] = []
@@ -56,6 +60,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         self.model = model
         self.url = url
         sectionCaches = SectionCacheStore(storeURL: url, directory: options.sectionCacheDirectory)
+        incrementalCacheRefresh = options.incrementalCacheRefresh
         let path = url.path
         var configuration = Connection.Configuration()
         configuration.synchronous = options.synchronous
@@ -99,6 +104,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         self.model = model
         url = nil
         sectionCaches = nil
+        incrementalCacheRefresh = options.incrementalCacheRefresh
         uuid = UUID()
         refreshModelJSON = false
         var configuration = Connection.Configuration()

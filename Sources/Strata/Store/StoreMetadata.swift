@@ -46,6 +46,12 @@ public struct StoreOptions: Sendable {
     public var migrationProgress: (@Sendable (MigrationProgress) -> Void)? = nil
     /// Where section caches live; `nil`: beside the store, in `<store file name>.caches`.
     public var sectionCacheDirectory: URL? = nil
+    /// Whether a section cache is brought up to date after this coordinator's commits from the
+    /// keys they wrote (default on), rather than by re-running its request: a one-row commit then
+    /// reads that row and a few more, not the list. Any commit it did not see (another process's,
+    /// a batch request's) makes the next refresh a full one. Off: every refresh re-runs the request
+    /// (what benchmarks compare against).
+    public var incrementalCacheRefresh = true
     /// Let SQL errors print statement arguments (off: arguments are user data).
     public var publicStatementArguments = false
     /// Whether a store this coordinator creates gets a checksum on every page (default on):

@@ -59,7 +59,7 @@ public enum KillPoint {
         "main.save.begin", "main.save.validated", "main.frc.updated", "main.save.pushed",
         "writer.save.begin", "writer.save.validated", "writer.transaction.begun", "writer.rows.written",
         "writer.generation.bumped", "writer.entities.stamped", "writer.committed", "writer.merged", "writer.notified",
-        "cache.rebuild.begin", "cache.rebuild.fetched", "cache.encoded",
+        "cache.rebuild.begin", "cache.refresh.incremental", "cache.rebuild.fetched", "cache.encoded",
         "cache.tmp.created", "cache.tmp.half-written", "cache.tmp.written", "cache.tmp.fsynced",
         "cache.renamed", "cache.dir.fsynced",
         "cache.cleanup.begin", "cache.cleanup.removed",

@@ -124,6 +124,14 @@ struct ConditionBinder {
     let condition: Condition
     /// Every entity the condition reads, for deciding whether pending changes matter.
     private(set) var entities: Set<String> = []
+    /// The entities the condition reaches through a relationship (the root too when a key path
+    /// leads back to it).
+    private(set) var reached: Set<String> = []
+
+    private mutating func reach(_ entity: String) {
+        entities.insert(entity)
+        reached.insert(entity)
+    }
 
     init(schema: Schema, root: EntityInfo, condition: Condition) {
         self.schema = schema
@@ -198,11 +206,11 @@ struct ConditionBinder {
             case .toOne(let index)?:
                 let destination = schema.infos[current.toOnes[index].destination]!
                 prefix.append(ToOneHop(owner: current, index: index, destination: destination))
-                entities.insert(destination.name)
+                reach(destination.name)
                 current = destination
             case .toMany(let index)?:
                 let destination = schema.infos[current.toManys[index].destination]!
-                entities.insert(destination.name)
+                reach(destination.name)
                 return (prefix, ToManyHop(owner: current, index: index, destination: destination), Array(segments[(offset + 1)...]))
             default:
                 return nil
@@ -322,7 +330,7 @@ struct ConditionBinder {
                 return (.path(BoundPath(hops: hops, terminal: .attribute(current, index))), ValueKind(current.attributes[index].type))
             case .toOne(let index)?:
                 let destination = schema.infos[current.toOnes[index].destination]!
-                entities.insert(destination.name)
+                reach(destination.name)
                 if isLast {
                     return (.path(BoundPath(hops: hops, terminal: .foreignKey(current, index))), .object(destination.name))
                 }
@@ -330,7 +338,7 @@ struct ConditionBinder {
                 current = destination
             case .toMany(let index)?:
                 let destination = schema.infos[current.toManys[index].destination]!
-                entities.insert(destination.name)
+                reach(destination.name)
                 let many = ToManyHop(owner: current, index: index, destination: destination)
                 guard !isLast, segments[offset + 1].hasPrefix("@") else {
                     throw fail("\(current.name).\(segment) is to-many: use ANY/ALL/NONE \(path), \(segment).@count, or %@ IN \(segment)")
