@@ -11,6 +11,13 @@ final class Harness {
     static func request() -> AnyFetchRequest {
         FetchRequest(entityName: "Good", sortKeys: [.ascending("category.name"), .ascending("name")])
     }
+    /// A second cache whose request reads Good only: a commit that writes only goods refreshes it
+    /// incrementally (the `cache.refresh.incremental` kill point), where `goods` may need the full
+    /// request (it reads Category through a relationship).
+    static let byNameCacheName = "goods-by-name"
+    static func byNameRequest() -> AnyFetchRequest {
+        FetchRequest(entityName: "Good", sortKeys: [.descending("number"), .ascending("name")])
+    }
 
     /// Counts the controller's reports (setting it as the delegate makes the controller track, so
     /// the `main.frc.updated` kill point is reached when main shows a save).
@@ -26,6 +33,7 @@ final class Harness {
     let options: HarnessOptions
     let container: PersistentContainer
     let controller: FetchedResultsController<ManagedObject>
+    let byName: FetchedResultsController<ManagedObject>
     let tracker = Tracker()
     var rng: SplitMix64
 
@@ -42,6 +50,8 @@ final class Harness {
         container = PersistentContainer(coordinator: coordinator)
         controller = FetchedResultsController(fetchRequest: Harness.request(), managedObjectContext: container.mainContext,
                                               sectionNameKeyPath: "category.name", cacheName: Harness.cacheName)
+        byName = FetchedResultsController(fetchRequest: Harness.byNameRequest(), managedObjectContext: container.mainContext,
+                                          sectionNameKeyPath: "number", cacheName: Harness.byNameCacheName)
         rng = SplitMix64(seed: options.seed)
     }
 
@@ -53,6 +63,7 @@ final class Harness {
     func run() throws {
         let (served, rows) = try main.performAndWait { () throws -> (Bool, Int) in
             try controller.performFetch()
+            try byName.performFetch()
             controller.delegate = tracker
             return (controller.cacheStatus == .served, controller.numberOfObjects)
         }

@@ -105,6 +105,16 @@ final class CrashTally {
                     record("differs from a fresh fetch", "violation: \(label): the controller with its cache name differs from a fresh fetch (not served from the cache, rejection \(result.rejection.map { "\($0)" } ?? "none")): \(difference)")
                 }
             }
+            if !result.byNameMatches {
+                let difference = result.byNameDifference ?? "?"
+                if result.byNameServed {
+                    staleServed += 1
+                    record("stale served", "stale served: \(label): cache goods-by-name: \(difference)")
+                } else {
+                    violations += 1
+                    record("differs from a fresh fetch", "violation: \(label): the goods-by-name controller differs from a fresh fetch (not served from the cache): \(difference)")
+                }
+            }
             if let corruption {
                 corruptMade += 1
                 if !result.servedFromCache, let rejection = result.rejection, rejection.isCorrupt {

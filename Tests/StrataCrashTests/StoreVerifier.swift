@@ -22,10 +22,18 @@ struct Verification {
     var goods: Int
     var cached: FetchedSnapshot
     var fresh: FetchedSnapshot
+    /// The same checks for the harness's second cache (`goods-by-name`, refreshed incrementally).
+    var byNameServed: Bool
+    var byNameMatches: Bool
+    var byNameDifference: String?
 }
 
 enum StoreVerifier {
     static let cacheName = "goods"
+    static let byNameCacheName = "goods-by-name"
+    static func byNameRequest() -> AnyFetchRequest {
+        FetchRequest(entityName: "Good", sortKeys: [.descending("number"), .ascending("name")])
+    }
 
     /// The request of the harness's controllers (identical, or the cache is never served).
     static func request() -> AnyFetchRequest {
@@ -63,9 +71,15 @@ enum StoreVerifier {
         let cached = FetchedResultsController(fetchRequest: request(), managedObjectContext: main,
                                               sectionNameKeyPath: "category.name", cacheName: cacheName)
         let fresh = FetchedResultsController(fetchRequest: request(), managedObjectContext: main, sectionNameKeyPath: "category.name")
+        let byNameCached = FetchedResultsController(fetchRequest: byNameRequest(), managedObjectContext: main,
+                                                    sectionNameKeyPath: "number", cacheName: byNameCacheName)
+        let byNameFresh = FetchedResultsController(fetchRequest: byNameRequest(), managedObjectContext: main, sectionNameKeyPath: "number")
         return try main.performAndWait {
             try cached.performFetch()
             try fresh.performFetch()
+            try byNameCached.performFetch()
+            try byNameFresh.performFetch()
+            let c = byNameCached.snapshot, f = byNameFresh.snapshot
             let markers = try main.fetch(FetchRequest(entityName: "Good", predicate: try Condition("name BEGINSWITH %@", "ack-")))
             let present = Set(try markers.map { try $0.value(forKey: "name") as? String ?? "" })
             let goods = try main.count(for: FetchRequest(entityName: "Good"))
@@ -73,7 +87,8 @@ enum StoreVerifier {
             return Verification(reopenFailure: reopenFailure, integrity: integrity, missing: acked.subtracting(present).sorted(),
                                 servedFromCache: cached.cacheStatus == .served, rejection: cached.cacheStatus.rejection,
                                 matches: a == b, difference: a == b ? nil : describe(cached: a, fresh: b), goods: goods,
-                                cached: a, fresh: b)
+                                cached: a, fresh: b, byNameServed: byNameCached.cacheStatus == .served, byNameMatches: c == f,
+                                byNameDifference: c == f ? nil : describe(cached: c, fresh: f))
         }
     }
 
