@@ -124,27 +124,58 @@ extension StoreCoordinator {
                 group.append(migration)
                 index += 1
             }
-            let firstStep = index - group.count + 1
             do {
                 let db = try Connection(path: path, configuration: configuration)
                 defer { db.close() }
-                try db.transaction(.immediate) {
-                    let metadata = try readMetadata(db)
-                    let nonce = randomNonce()
-                    for (offset, migration) in group.enumerated() {
-                        let step = firstStep + offset
-                        try migration.run(on: db, generation: metadata.generation + 1, nonce: nonce, report: progress.map { report in
-                            { done, total in
-                                report(MigrationProgress(step: step, stepCount: chain.count, version: migration.destination.versionIdentifier,
-                                                         objectsDone: done, objectsTotal: total))
-                            }
-                        })
-                    }
-                }
-                KillPoint.hit("migration.committed")
+                try runLightweight(group, firstStep: index - group.count + 1, stepCount: chain.count, on: db, progress: progress)
             } catch let error as SQLiteError {
                 throw StoreError(error, path: path)
             }
+        }
+    }
+
+    /// Consecutive lightweight steps in one transaction on `db`, with one generation and nonce.
+    private static func runLightweight(_ group: [LightweightMigration], firstStep: Int, stepCount: Int, on db: Connection,
+                                       progress: (@Sendable (MigrationProgress) -> Void)?) throws {
+        try db.transaction(.immediate) {
+            let metadata = try readMetadata(db)
+            let nonce = randomNonce()
+            for (offset, migration) in group.enumerated() {
+                let step = firstStep + offset
+                try migration.run(on: db, generation: metadata.generation + 1, nonce: nonce, report: progress.map { report in
+                    { done, total in
+                        report(MigrationProgress(step: step, stepCount: stepCount, version: migration.destination.versionIdentifier,
+                                                 objectsDone: done, objectsTotal: total))
+                    }
+                })
+            }
+        }
+        KillPoint.hit("migration.committed")
+    }
+
+    /// Migrates the store open on `db` — the coordinator's own connection, so the store is opened
+    /// once — when every step is lightweight. Returns `false`, having written nothing, when a step
+    /// is a mapping model (it builds a new file beside the store and swaps it in, which an open
+    /// connection would not see): the caller then migrates by path.
+    static func migrateInPlace(_ db: Connection, path: String, model: Model, mode: MigrationMode,
+                               progress: (@Sendable (MigrationProgress) -> Void)?) throws -> Bool {
+        do {
+            let statement = try db.prepare("SELECT model_json FROM strata_meta WHERE id = 1")
+            guard try statement.step() else { throw StoreError.notAStrataStore(path: path) }
+            let stored = try Model(json: Data(statement.string(at: 0).utf8))
+            statement.reset()
+            guard stored.versionHash != model.versionHash else { return true }
+            let chain = try migrationChain(from: stored, to: model, mode: mode)
+            var group: [LightweightMigration] = []
+            for step in chain {
+                guard case .lightweight(let migration) = step else { return false }
+                group.append(migration)
+            }
+            KillPoint.hit("migration.begin")
+            try runLightweight(group, firstStep: 1, stepCount: chain.count, on: db, progress: progress)
+            return true
+        } catch let error as SQLiteError {
+            throw StoreError(error, path: path)
         }
     }
 }

@@ -51,31 +51,38 @@ extension StoreCoordinator {
         do {
             let probe = try Connection(path: path, configuration: configuration)
             defer { probe.close() }
-            let tables = try probe.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-            var names = Set<String>()
-            try tables.forEachRow { names.insert($0.string(at: 0)) }
-            if names.isEmpty { return nil }
-            guard names.contains("strata_meta"), names.contains("strata_entity") else {
-                throw StoreError.notAStrataStore(path: path)
-            }
-            let meta = try probe.prepare("SELECT store_uuid, format_version, model_version, model_hash, model_json FROM strata_meta WHERE id = 1")
-            guard try meta.step(), let uuid = UUID(uuidString: meta.string(at: 0)) else {
-                throw StoreError.notAStrataStore(path: path)
-            }
-            let format = Int(meta.int64(at: 1))
-            guard format <= formatVersion else {
-                throw StoreError.unsupportedFormat(path: path, found: format, supported: formatVersion)
-            }
-            let storeHash = meta.string(at: 3)
-            guard storeHash == model.versionHash else {
-                throw StoreError.modelMismatch(path: path, storeVersion: meta.string(at: 2), storeHash: storeHash,
-                                               modelVersion: model.versionIdentifier, modelHash: model.versionHash)
-            }
-            return ExistingStore(uuid: uuid, modelJSON: meta.string(at: 4))
+            return try existingStore(on: probe, path: path, model: model)
         } catch let error as SQLiteError {
             if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path) }
             throw StoreError(error, path: path)
         }
+    }
+
+    /// What the store open on `db` is: `nil` when it has no tables; its identity when it is a
+    /// Strata store of `model`; else the error that refuses it.
+    static func existingStore(on db: Connection, path: String, model: Model) throws -> ExistingStore? {
+        let tables = try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        var names = Set<String>()
+        try tables.forEachRow { names.insert($0.string(at: 0)) }
+        if names.isEmpty { return nil }
+        guard names.contains("strata_meta"), names.contains("strata_entity") else {
+            throw StoreError.notAStrataStore(path: path)
+        }
+        let meta = try db.prepare("SELECT store_uuid, format_version, model_version, model_hash, model_json FROM strata_meta WHERE id = 1")
+        defer { meta.reset() }
+        guard try meta.step(), let uuid = UUID(uuidString: meta.string(at: 0)) else {
+            throw StoreError.notAStrataStore(path: path)
+        }
+        let format = Int(meta.int64(at: 1))
+        guard format <= formatVersion else {
+            throw StoreError.unsupportedFormat(path: path, found: format, supported: formatVersion)
+        }
+        let storeHash = meta.string(at: 3)
+        guard storeHash == model.versionHash else {
+            throw StoreError.modelMismatch(path: path, storeVersion: meta.string(at: 2), storeHash: storeHash,
+                                           modelVersion: model.versionIdentifier, modelHash: model.versionHash)
+        }
+        return ExistingStore(uuid: uuid, modelJSON: meta.string(at: 4))
     }
 
     /// Adds `strata_entity.nonce` to a store written before it existed (the nonce of the commit

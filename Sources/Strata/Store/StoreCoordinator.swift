@@ -70,6 +70,8 @@ public final class StoreCoordinator: @unchecked Sendable {
         configuration.publicStatementArguments = options.publicStatementArguments
         configuration.pageChecksums = options.pageChecksums
         let existing: ExistingStore?
+        /// Set when a lightweight migration ran on the coordinator's own connection.
+        var opened: Connection?
         do {
             existing = try StoreCoordinator.probe(path: path, model: model)
         } catch StoreError.modelMismatch(let storePath, let storeVersion, let storeHash, let modelVersion, let modelHash) {
@@ -77,12 +79,32 @@ public final class StoreCoordinator: @unchecked Sendable {
                 throw StoreError.modelMismatch(path: storePath, storeVersion: storeVersion, storeHash: storeHash,
                                                modelVersion: modelVersion, modelHash: modelHash)
             }
-            try StoreCoordinator.migrateIfNeeded(path: path, model: model, mode: options.migration, configuration: configuration,
-                                                 progress: options.migrationProgress)
-            existing = try StoreCoordinator.probe(path: path, model: model)
+            // A lightweight chain migrates on the connection the coordinator keeps: the store is
+            // probed read-only once (refusing touches nothing) and opened once. A chain with a
+            // mapping model builds a new file and swaps it in, so it migrates by path first.
+            let db: Connection
+            do { db = try Connection(path: path, configuration: configuration) } catch let error as SQLiteError {
+                throw StoreError(error, path: path)
+            }
+            do {
+                if try StoreCoordinator.migrateInPlace(db, path: path, model: model, mode: options.migration,
+                                                       progress: options.migrationProgress) {
+                    existing = try StoreCoordinator.existingStore(on: db, path: path, model: model)
+                    opened = db
+                } else {
+                    db.close()
+                    try StoreCoordinator.migrateIfNeeded(path: path, model: model, mode: options.migration, configuration: configuration,
+                                                         progress: options.migrationProgress)
+                    existing = try StoreCoordinator.probe(path: path, model: model)
+                }
+            } catch {
+                db.close()
+                if let error = error as? SQLiteError { throw StoreError(error, path: path) }
+                throw error
+            }
         }
         do {
-            connection = try Connection(path: path, configuration: configuration)
+            connection = try opened ?? Connection(path: path, configuration: configuration)
             try StringMatching.register(on: connection)
             if let existing {
                 uuid = existing.uuid

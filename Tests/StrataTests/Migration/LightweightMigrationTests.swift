@@ -96,6 +96,21 @@ import StrataTestSupport
         }
     }
 
+    /// Issue 20: a lightweight migration runs on the connection the coordinator keeps (the store
+    /// is probed read-only once and opened once, where it used to be opened five times): its
+    /// ALTER TABLE and metadata update are in the coordinator's own statement counts.
+    @Test func aLightweightMigrationRunsOnTheCoordinatorsOwnConnection() throws {
+        let directory = TemporaryDirectory()
+        let url = try Self.makeStore(directory)
+        let coordinator = try StoreCoordinator(model: Self.v2(), url: url, options: Self.options())
+        defer { coordinator.close() }
+        let statistics = coordinator.statistics
+        let alters = statistics.statements.filter { $0.sql.hasPrefix("ALTER TABLE") }
+        #expect(alters.map(\.sql) == [#"ALTER TABLE "Employee" ADD COLUMN "sectionName" TEXT DEFAULT 'Staff'"#], "\(statistics.statements.map(\.sql))")
+        #expect(statistics.statements.contains { $0.sql.hasPrefix("UPDATE strata_meta") })
+        #expect(try coordinator.metadata().modelVersion == "hr-2")
+    }
+
     @Test func renamingAnEntityAndAnAttributeKeepsEveryRowAndRelationship() throws {
         let directory = TemporaryDirectory()
         let url = try Self.makeStore(directory)
