@@ -224,12 +224,19 @@ extension StoreCoordinator {
                     keys = []
                 }
                 guard !keys.isEmpty else { return ([], nil, []) }
-                let json = SQLiteValue.text(StoreCoordinator.jsonKeys(keys))
+                // The keys as a JSON array, built only when a statement needs it.
+                var jsonKeys: SQLiteValue?
+                func json() -> SQLiteValue {
+                    if let jsonKeys { return jsonKeys }
+                    let value = SQLiteValue.text(StoreCoordinator.jsonKeys(keys))
+                    jsonKeys = value
+                    return value
+                }
                 var touched: Set<String> = [info.name]
                 /// The rows `select` lists for the deleted keys.
                 func count(_ select: String) throws -> Int {
                     let counter = try db.prepare("SELECT count(*) FROM (\(select))")
-                    try counter.bind([json])
+                    try counter.bind([json()])
                     _ = try counter.step()
                     defer { counter.reset() }
                     return Int(counter.int64(at: 0))
@@ -257,17 +264,31 @@ extension StoreCoordinator {
                         nullifications.append((nullify, relationship.destination))
                     }
                 }
+                // Whether anything but the rows themselves was written before their DELETE.
+                var wroteOthers = false
                 for (sql, destination) in nullifications {
-                    try db.prepare(sql).execute(json)
-                    if db.changes > 0 { touched.insert(destination) }
+                    try db.prepare(sql).execute(json())
+                    if db.changes > 0 { touched.insert(destination); wroteOthers = true }
                 }
                 // Join rows go with their rows, whatever the rule (they are storage, not objects).
                 for (index, relationship) in info.toManys.enumerated() {
                     guard case let .joinTable(table, own, _) = info.toManyStorage[index] else { continue }
-                    try db.prepare("DELETE FROM \(table) WHERE \(own) IN (SELECT value FROM json_each(?))").execute(json)
-                    if db.changes > 0 { touched.insert(relationship.destination) }
+                    try db.prepare("DELETE FROM \(table) WHERE \(own) IN (SELECT value FROM json_each(?))").execute(json())
+                    if db.changes > 0 { touched.insert(relationship.destination); wroteOthers = true }
                 }
-                try db.prepare("DELETE FROM \(info.table) WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))").execute(json)
+                if let plan, plan.windowSQL.isEmpty, !wroteOthers {
+                    // Nothing changed since the keys were selected, in this transaction: the
+                    // request's own condition deletes exactly them, as a plain DELETE does (no
+                    // JSON list to build, parse and look up: 1.42× → see the perf gate).
+                    let delete = try db.prepare("DELETE FROM \(info.table) AS t0" + plan.whereSQL)
+                    try delete.bind(plan.arguments)
+                    try delete.execute()
+                    guard db.changes == keys.count else {
+                        throw SQLiteError(code: .SQLITE_INTERNAL, message: "batch delete: \(db.changes) rows deleted, \(keys.count) selected")
+                    }
+                } else {
+                    try db.prepare("DELETE FROM \(info.table) WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))").execute(json())
+                }
                 KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
                 let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin)
                 return (keys, generation, touched)

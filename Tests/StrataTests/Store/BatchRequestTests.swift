@@ -189,6 +189,26 @@ import StrataTestSupport
         #expect(numbers == [7, 7, 7])
     }
 
+    /// Issue 20: a batch delete whose rows are the only thing it writes deletes them with the
+    /// request's own condition, as a plain DELETE does (no JSON list of keys); a window still
+    /// deletes by key. Either way exactly the selected rows go.
+    @Test func aBatchDeleteDeletesByTheRequestsCondition() throws {
+        let g = try Goods()
+        g.coordinator.resetStatistics()
+        let deleted = try g.coordinator.execute(BatchDeleteRequest(FetchRequest(entityName: "Good", predicate: try Condition("name == 'Banana'"))))
+        #expect(deleted.count == 1)
+        let deletes = g.coordinator.statistics.statements.filter { $0.sql.hasPrefix("DELETE FROM \"Good\"") }
+        #expect(deletes.map(\.sql) == [#"DELETE FROM "Good" AS t0 WHERE (t0."name" IS ?1)"#], "\(deletes.map(\.sql))")
+        var window = FetchRequest(entityName: "Good", sortKeys: [.ascending("name")])
+        window.fetchLimit = 1
+        let first = try g.coordinator.execute(BatchDeleteRequest(window))
+        #expect(first.count == 1)
+        let names = try g.main.performAndWait {
+            try g.main.fetch(FetchRequest(entityName: "Good", sortKeys: [.ascending("name")])).map { try $0.value(forKey: "name") as? String }
+        }
+        #expect(names == ["Carrot"])
+    }
+
     @Test func aContextsUnsavedEditIsKeptOverTheBatchsRow() throws {
         let g = try Goods()
         // A root context on the same store read Apple and changed its number, unsaved.
