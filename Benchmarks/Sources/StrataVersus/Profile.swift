@@ -100,8 +100,8 @@ enum Profile {
         let jfkCount = flights.filter { $0.origin == jfk && ($0.depDelay ?? -.infinity) > 60 }.count
         let tailnumCount = flights.filter { $0.tailnum?.lowercased().hasPrefix("n1") ?? false }.count
         let tailnumPrefix = try StrataSide.tailnumPrefix()
-        let updateCount = flights.filter { $0.day <= 15 && $0.minute != 0 }.count
-        let deleteCount = flights.filter { $0.day > 15 }.count
+        let updateCount = flights.batchUpdateCount
+        let deleteCount = flights.batchDeleteCount
         /// A copy of the prepared store (Strata's or raw's), which a mutating mode may change.
         func copyOfStore(raw: Bool) throws -> String {
             let source = raw ? rawPath : strataURL.path

