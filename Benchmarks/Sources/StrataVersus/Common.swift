@@ -124,6 +124,14 @@ func residentBytes() -> Int {
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
+/// The peak resident bytes of this process so far (`VmHWM` in `/proc/self/status`), or nil.
+func peakResidentBytes() -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kB = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+    return kB * 1024
+}
+
 // MARK: Output
 
 /// Prints at once (stdout is a pipe under `swift run`: no line buffering otherwise).

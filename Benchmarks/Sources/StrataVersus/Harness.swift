@@ -78,7 +78,7 @@ func interleave<Key: Hashable>(_ plan: Plan, _ bodies: [(Key, IterationBody)]) t
 
 /// The unit a result row is shown in.
 enum Unit: Sendable {
-    case milliseconds, microseconds, bytes, count, nanosecondsPerRow
+    case milliseconds, microseconds, bytes, megabytes, count, nanosecondsPerRow
 
     /// Formats `value` (seconds for times, plain numbers otherwise).
     func format(_ value: Double) -> String {
@@ -86,6 +86,7 @@ enum Unit: Sendable {
         case .milliseconds: return formatNumber(value * 1e3) + " ms"
         case .microseconds: return formatNumber(value * 1e6) + " µs"
         case .bytes: return String(format: "%.2f", value) + " B"
+        case .megabytes: return String(format: "%.1f", value / 1e6) + " MB"
         case .count: return String(Int(value.rounded()))
         case .nanosecondsPerRow: return formatNumber(value * 1e9) + " ns/row"
         }

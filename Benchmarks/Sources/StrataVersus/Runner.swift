@@ -41,6 +41,7 @@ final class Runner {
     func run() throws {
         try checkSchema()
         try importWorkload()
+        try peakMemoryWorkload()
         try fetchObjectsWorkload()
         try typedFetchWorkload()
         try pageChecksumWorkload()
@@ -203,6 +204,37 @@ final class Runner {
         }
         let r = ratioRow(name, rows: data.flights.count + 16 + 1458 + 3322, .milliseconds, samples)
         record(withImportGoal(r, note: "raw: 4 prepared INSERTs in one BEGIN IMMEDIATE…COMMIT; GRDB: record.insert(db) in one queue.write; Strata: objects inserted in an update context, attributes and to-ones set through the typed subscripts, then saveToStore() (update → main → writer → disk)"))
+    }
+
+    /// Peak resident memory of the object import, the batch insert and the raw import, each in
+    /// a child process of its own (this executable with STRATA_PROFILE=<mode>: one round on all
+    /// the flights; the child checks its row counts), interleaved round by round.
+    private func peakMemoryWorkload() throws {
+        let name = "peak RSS of imports: through objects, batch insert, raw (child processes)"
+        guard options.includes(name) else { return }
+        let rssPlan = Plan(iterations: options.iterations ?? (options.quick ? 1 : 3), warmup: 0)
+        start(name, rssPlan)
+        let samples = try interleave(rssPlan, ["raw-import", "import", "batch-insert"].map { mode in
+            (mode, { _, _ in Double(try Profile.childPeakResidentBytes(mode: mode)) })
+        })
+        let raw = median(samples["raw-import"] ?? []), objects = median(samples["import"] ?? []),
+            batch = median(samples["batch-insert"] ?? [])
+        let count = data.flights.count + data.airlines.count + data.airports.count + data.planes.count
+        let perObject = (objects - raw) / Double(count)
+        var row = ResultRow(group: realGroup, workload: "peak RSS, import through objects", rows: count, unit: .megabytes,
+                            values: [.raw: raw, .strata: objects])
+        row.goal = "≤ raw + 400 B per object"
+        row.met = perObject <= 400
+        row.note = "peak resident memory (VmHWM) of a child process STRATA_PROFILE=import (the import row's Strata side, one round) vs STRATA_PROFILE=raw-import; "
+            + "both include the CSV parsed into structs; (Strata − raw) / \(formatCount(count)) objects = \(formatNumber(perObject)) B per object"
+        record(row)
+        var batchRow = ResultRow(group: realGroup, workload: "peak RSS, batch insert", rows: count, unit: .megabytes,
+                                 values: [.raw: raw, .strata: batch])
+        batchRow.goal = "≤ raw + 10%"
+        batchRow.met = batch <= raw * 1.1
+        batchRow.note = "peak resident memory (VmHWM) of a child process STRATA_PROFILE=batch-insert (every table by BatchInsertRequest, one round) vs STRATA_PROFILE=raw-import: "
+            + String(format: "%+.1f%%", (batch / raw - 1) * 100)
+        record(batchRow)
     }
 
     /// Goal of import and fetch: ≤ 1.5× raw and faster than GRDB.
