@@ -140,6 +140,11 @@ func say(_ text: String) {
     fflush(nil)  // every output stream (naming `stdout` is not concurrency-safe in Swift 6)
 }
 
+/// A size in short: "10k", "1M", "10M".
+func shortCount(_ n: Int) -> String {
+    n >= 1_000_000 ? "\(n / 1_000_000)M" : n >= 1000 ? "\(n / 1000)k" : "\(n)"
+}
+
 func formatCount(_ n: Int) -> String {
     let digits = String(n)
     var out = ""
