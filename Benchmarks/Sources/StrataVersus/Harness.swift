@@ -19,7 +19,8 @@ struct Options {
           --filter TEXT     only the workloads whose name contains TEXT (case-insensitive)
           --iterations N    measured iterations per contender for every workload (warm-up apart)
           --large           also the results controller at 10,000,000 rows, raw SQLite and Strata
-                            (3 iterations, no warm-up; stores of ~2 GB each built first, unmeasured);
+                            (3 iterations, no warm-up; stores of ~1.5 GB each built first, unmeasured:
+                            about 8 more minutes on 2 cores);
                             their names start with "large:" and end with "10M": --large --filter large
                             runs only them (STRATA_LARGE_ROWS=N: another size, for a quick check)
 
