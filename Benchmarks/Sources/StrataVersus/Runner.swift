@@ -216,7 +216,7 @@ final class Runner {
     /// a child process of its own (this executable with STRATA_PROFILE=<mode>: one round on all
     /// the flights; the child checks its row counts), interleaved round by round.
     private func peakMemoryWorkload() throws {
-        let name = "peak RSS of imports: through objects, batch insert, raw (child processes)"
+        let name = "peak RSS of imports (child processes: import, batch-insert, raw-import)"
         guard options.includes(name) else { return }
         let rssPlan = Plan(iterations: options.iterations ?? (options.quick ? 1 : 3), warmup: 0)
         start(name, rssPlan)
