@@ -7,6 +7,20 @@ import CSQLiteRaw
 extension StrataSide {
     /// Inserts every table with batch inserts; to-ones by the IDs the earlier batches returned.
     static func batchImportAll(_ data: Dataset, flights: [Flight], into coordinator: StoreCoordinator) throws -> Int {
+        let keys = try batchInsertReferenceTables(data, into: coordinator)
+        return try batchInsertFlights(flights, keys: keys, into: coordinator)
+    }
+
+    /// The airlines', airports' and planes' IDs, in file order (the flights' keys are 1-based
+    /// indexes into them).
+    struct ReferenceKeys {
+        var airlines: [ObjectID]
+        var airports: [ObjectID]
+        var planes: [ObjectID]
+    }
+
+    /// The airlines, airports and planes, one batch insert each.
+    static func batchInsertReferenceTables(_ data: Dataset, into coordinator: StoreCoordinator) throws -> ReferenceKeys {
         let airlines = try coordinator.execute(BatchInsertRequest(entityName: "Airline", count: data.airlines.count) { i, row in
             let a = data.airlines[i]
             try row.set(a.carrier, forKey: "carrier")
@@ -35,6 +49,12 @@ extension StrataSide {
             try row.set(p.speed, forKey: "speed")
             try row.set(p.engine, forKey: "engine")
         }).objectIDs
+        return ReferenceKeys(airlines: airlines, airports: airports, planes: planes)
+    }
+
+    /// `flights` by one batch insert, their to-ones set by `keys`; the number inserted.
+    static func batchInsertFlights(_ flights: [Flight], keys: ReferenceKeys, into coordinator: StoreCoordinator) throws -> Int {
+        let (airlines, airports, planes) = (keys.airlines, keys.airports, keys.planes)
         let result = try coordinator.execute(BatchInsertRequest(entityName: "Flight", count: flights.count) { i, row in
             let f = flights[i]
             try row.set(f.year, forKey: "year")
@@ -100,5 +120,24 @@ extension RawDB {
         let count = Int(sqlite3_changes(handle))
         try execute("COMMIT")
         return count
+    }
+}
+
+extension Array where Element == Flight {
+    /// The flights `StrataSide.batchUpdateMinutes` and `RawDB.updateMinutes` change.
+    var batchUpdateCount: Int { lazy.filter { $0.day <= 15 && $0.minute != 0 }.count }
+    /// The flights `StrataSide.batchDeleteLateDays` and `RawDB.deleteLateDays` delete.
+    var batchDeleteCount: Int { lazy.filter { $0.day > 15 }.count }
+}
+
+extension RawDB {
+    /// The Flight table in a few numbers (rows, and the sums of `_pk`, `minute`, `_version`),
+    /// to check that two stores went through the same change, whoever wrote them.
+    func flightsFingerprint() throws -> [Double] {
+        var values: [Double] = []
+        try forEachRow(#"SELECT count(*), total("_pk"), total("minute"), total("_version") FROM "Flight""#) { s in
+            values = (0..<4).map { sqlite3_column_double(s, Int32($0)) }
+        }
+        return values
     }
 }

@@ -124,12 +124,25 @@ func residentBytes() -> Int {
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
+/// The peak resident bytes of this process so far (`VmHWM` in `/proc/self/status`), or nil.
+func peakResidentBytes() -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kB = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+    return kB * 1024
+}
+
 // MARK: Output
 
 /// Prints at once (stdout is a pipe under `swift run`: no line buffering otherwise).
 func say(_ text: String) {
     print(text)
     fflush(nil)  // every output stream (naming `stdout` is not concurrency-safe in Swift 6)
+}
+
+/// A size in short: "10k", "1M", "10M".
+func shortCount(_ n: Int) -> String {
+    n >= 1_000_000 ? "\(n / 1_000_000)M" : n >= 1000 ? "\(n / 1000)k" : "\(n)"
 }
 
 func formatCount(_ n: Int) -> String {

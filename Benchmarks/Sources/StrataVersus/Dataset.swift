@@ -174,11 +174,15 @@ struct Dataset: Sendable {
     /// `(i × 7919) mod n` (a fixed permutation, so every size mixes all carriers and months),
     /// and each pass over the real data after the first shifts the day, the scheduled times,
     /// the delays and the flight number, so rows stay distinct but plausible. Keys 1…count.
-    func scaledFlights(_ count: Int) -> [Flight] {
+    func scaledFlights(_ count: Int) -> [Flight] { scaledFlights(0..<count) }
+
+    /// Rows `range` of the synthetic flights (row `i` does not depend on the total count): the
+    /// --large stores are built a chunk at a time.
+    func scaledFlights(_ range: Range<Int>) -> [Flight] {
         let n = flights.count
         var result: [Flight] = []
-        result.reserveCapacity(count)
-        for i in 0..<count {
+        result.reserveCapacity(range.count)
+        for i in range {
             var f = flights[(i &* 7919) % n]
             let pass = Int64(i / n)
             f.pk = Int64(i + 1)
@@ -205,7 +209,21 @@ struct Dataset: Sendable {
     func expectedSections(_ flights: [Flight]) -> [(name: String, count: Int)] {
         var counts = Array(repeating: 0, count: airlines.count + 1)
         for f in flights { counts[Int(f.airline)] += 1 }
-        return airlines.map { ($0.name, counts[Int($0.pk)]) }.filter { $0.1 > 0 }
+        return sections(counts)
+    }
+
+    /// The sections of `scaledFlights(count)`, without making the flights (a synthetic flight
+    /// keeps its real flight's airline).
+    func expectedSections(scaledTo count: Int) -> [(name: String, count: Int)] {
+        let n = flights.count
+        var counts = Array(repeating: 0, count: airlines.count + 1)
+        for i in 0..<count { counts[Int(flights[(i &* 7919) % n].airline)] += 1 }
+        return sections(counts)
+    }
+
+    /// Airline names in byte order with their counts (by key), empty ones left out.
+    private func sections(_ counts: [Int]) -> [(name: String, count: Int)] {
+        airlines.map { ($0.name, counts[Int($0.pk)]) }.filter { $0.1 > 0 }
             .sorted { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) }
     }
 }

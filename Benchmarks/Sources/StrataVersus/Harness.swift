@@ -9,14 +9,20 @@ struct Options {
     var quick = false
     var filter: String?
     var iterations: Int?
+    var large = false
     var help = false
 
     static let usage = """
-        usage: StrataVersus [--quick] [--filter SUBSTRING] [--iterations N]
+        usage: StrataVersus [--quick] [--filter SUBSTRING] [--iterations N] [--large]
 
           --quick           fewer iterations and no 1,000,000-row sizes: a smoke run (a few minutes)
           --filter TEXT     only the workloads whose name contains TEXT (case-insensitive)
           --iterations N    measured iterations per contender for every workload (warm-up apart)
+          --large           also the results controller at 10,000,000 rows, raw SQLite and Strata
+                            (3 iterations, no warm-up; stores of ~1.5 GB each built first, unmeasured:
+                            about 8 more minutes on 2 cores);
+                            their names start with "large:" and end with "10M": --large --filter large
+                            runs only them (STRATA_LARGE_ROWS=N: another size, for a quick check)
 
         Data: Benchmarks/data/*.csv (Benchmarks/fetch-data). Results: Benchmarks/results/<date>.md
         (a --quick or --filter run writes <date>-quick.md / <date>-partial.md instead).
@@ -28,6 +34,7 @@ struct Options {
         while i < arguments.count {
             switch arguments[i] {
             case "--quick": options.quick = true
+            case "--large": options.large = true
             case "--filter":
                 i += 1
                 guard i < arguments.count else { throw VersusError("--filter needs a value") }
@@ -78,7 +85,7 @@ func interleave<Key: Hashable>(_ plan: Plan, _ bodies: [(Key, IterationBody)]) t
 
 /// The unit a result row is shown in.
 enum Unit: Sendable {
-    case milliseconds, microseconds, bytes, count, nanosecondsPerRow
+    case milliseconds, microseconds, bytes, megabytes, count, nanosecondsPerRow
 
     /// Formats `value` (seconds for times, plain numbers otherwise).
     func format(_ value: Double) -> String {
@@ -86,6 +93,7 @@ enum Unit: Sendable {
         case .milliseconds: return formatNumber(value * 1e3) + " ms"
         case .microseconds: return formatNumber(value * 1e6) + " µs"
         case .bytes: return String(format: "%.2f", value) + " B"
+        case .megabytes: return String(format: "%.1f", value / 1e6) + " MB"
         case .count: return String(Int(value.rounded()))
         case .nanosecondsPerRow: return formatNumber(value * 1e9) + " ns/row"
         }

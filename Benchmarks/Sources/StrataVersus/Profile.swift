@@ -100,8 +100,8 @@ enum Profile {
         let jfkCount = flights.filter { $0.origin == jfk && ($0.depDelay ?? -.infinity) > 60 }.count
         let tailnumCount = flights.filter { $0.tailnum?.lowercased().hasPrefix("n1") ?? false }.count
         let tailnumPrefix = try StrataSide.tailnumPrefix()
-        let updateCount = flights.filter { $0.day <= 15 && $0.minute != 0 }.count
-        let deleteCount = flights.filter { $0.day > 15 }.count
+        let updateCount = flights.batchUpdateCount
+        let deleteCount = flights.batchDeleteCount
         /// A copy of the prepared store (Strata's or raw's), which a mutating mode may change.
         func copyOfStore(raw: Bool) throws -> String {
             let source = raw ? rawPath : strataURL.path
@@ -223,6 +223,47 @@ enum Profile {
                 throw VersusError("STRATA_PROFILE mode '\(mode)' has no round")
             }
         }
+        // The process's peak resident memory, read before the check below opens anything:
+        // the line `Runner`'s peak-RSS rows parse (`childPeakResidentBytes(mode:)`).
+        let peak = peakResidentBytes()
+        if ["import", "raw-import", "batch-insert"].contains(mode) {
+            let db = try RawDB(path: mode == "raw-import" ? rawPath : strataURL.path)
+            let counts = try ["Flight", "Airline", "Airport", "Plane"].map { try db.count($0) }
+            let expected = [flights.count, data.airlines.count, data.airports.count, data.planes.count]
+            try expect(counts == expected, "\(mode) wrote \(counts) rows (flights, airlines, airports, planes), expected \(expected)")
+        }
+        say(peakLinePrefix + (peak.map(String.init) ?? "unknown"))
+    }
+
+    /// The start of the line every mode prints last: its peak resident bytes (`VmHWM`).
+    static let peakLinePrefix = "strata-profile peak resident bytes (VmHWM): "
+
+    /// Runs this executable again with `STRATA_PROFILE=mode` (one round, all the flights, a
+    /// temporary store) and returns the child's peak resident bytes, which include parsing the
+    /// CSV as every mode does. The child checks what it wrote (row counts) and fails otherwise.
+    static func childPeakResidentBytes(mode: String) throws -> Int {
+        let process = Process()
+        process.executableURL = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
+        var environment = ProcessInfo.processInfo.environment
+        for key in environment.keys where key.hasPrefix("STRATA_PROFILE") || key == "STRATA_PAGE_CHECKSUMS" || key == "STRATA_PHASES" {
+            environment[key] = nil
+        }
+        environment["STRATA_PROFILE"] = mode
+        environment["STRATA_PROFILE_ROUNDS"] = "1"
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw VersusError("STRATA_PROFILE=\(mode) (child process) exited with \(process.terminationStatus):\n\(output)")
+        }
+        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix(peakLinePrefix) }),
+              let bytes = Int(line.dropFirst(peakLinePrefix.count)) else {
+            throw VersusError("STRATA_PROFILE=\(mode) (child process) printed no peak resident bytes:\n\(output)")
+        }
+        return bytes
     }
 
     private static func removeStore(_ path: String) {

@@ -120,6 +120,19 @@ final class RawDB {
             bind(plane, 10, p.engine)
             try step(plane)
         }
+        try insertFlightRows(flights)
+        try execute("COMMIT")
+    }
+
+    /// `flights` alone in one `BEGIN IMMEDIATE … COMMIT` (the --large stores, a chunk at a time).
+    func insertFlights(_ flights: [Flight]) throws {
+        try execute("BEGIN IMMEDIATE")
+        try insertFlightRows(flights)
+        try execute("COMMIT")
+    }
+
+    /// The flights through one prepared INSERT, in the caller's transaction.
+    private func insertFlightRows(_ flights: [Flight]) throws {
         let flight = try prepare(FlightsSQL.insertFlight)
         defer { sqlite3_finalize(flight) }
         for f in flights {
@@ -160,7 +173,6 @@ final class RawDB {
                 try step(flight)
             }
         }
-        try execute("COMMIT")
     }
 
     private func step(_ statement: OpaquePointer) throws {

@@ -125,12 +125,8 @@ struct Report {
         let strata = growth(.strata)
         let limit = max(1.5, growth(.raw) ?? 1.5)
         let met = strata.map { $0 <= limit }
-        let sizes = "\(short(firstRows))→\(short(lastRows))"
+        let sizes = "\(shortCount(firstRows))→\(shortCount(lastRows))"
         return "| ↳ per-row growth \(sizes) | | \(formatRatio(growth(.raw))) | \(formatRatio(growth(.grdb))) | \(formatRatio(strata)) | | | "
             + "linear: ≤ 1.5× (or ≤ raw's) | \(met.map { $0 ? "yes" : "**no**" } ?? "") |"
-    }
-
-    private func short(_ n: Int) -> String {
-        n >= 1_000_000 ? "\(n / 1_000_000)M" : n >= 1000 ? "\(n / 1000)k" : "\(n)"
     }
 }

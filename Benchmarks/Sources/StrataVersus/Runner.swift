@@ -23,6 +23,9 @@ final class Runner {
     let plan: Plan
     let importPlan: Plan
     let millionPlan: Plan
+    /// --large: the controller workloads' size (10,000,000, or STRATA_LARGE_ROWS) and rounds.
+    let largeSize: Int
+    let largePlan: Plan
     let realGroup: String
     let sizes: [Int]
 
@@ -34,6 +37,8 @@ final class Runner {
         // Imports take seconds a round: a quick run does two rounds and no warm-up.
         importPlan = options.quick ? Plan(iterations: options.iterations ?? 2, warmup: 0) : plan
         millionPlan = Plan(iterations: options.iterations ?? 3, warmup: 0)
+        largeSize = ProcessInfo.processInfo.environment["STRATA_LARGE_ROWS"].flatMap(Int.init).map { max($0, 1) } ?? 10_000_000
+        largePlan = Plan(iterations: options.iterations ?? 3, warmup: 0)
         realGroup = "nycflights13 (\(formatCount(data.flights.count)) flights)"
         sizes = options.quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]
     }
@@ -41,6 +46,7 @@ final class Runner {
     func run() throws {
         try checkSchema()
         try importWorkload()
+        try peakMemoryWorkload()
         try fetchObjectsWorkload()
         try typedFetchWorkload()
         try pageChecksumWorkload()
@@ -57,8 +63,10 @@ final class Runner {
         try snapshotWorkload()
         try reopenWorkload()
         try migrationWorkload()
+        try batchWorkloads()
         for size in sizes { try growthWorkloads(size) }
         try millionControllerWorkloads()
+        if options.large { try largeControllerWorkloads() }
     }
 
     private func record(_ row: ResultRow) {
@@ -128,6 +136,17 @@ final class Runner {
         return (store, seconds)
     }
 
+    /// Strata's import without objects: every table by a `BatchInsertRequest`
+    /// (`StrataSide.batchImportAll`); the store is created before the region.
+    private func strataBatchImport(_ flights: [Flight], label: String) throws -> (StorePath, Double) {
+        let store = try scratch.newStore(label)
+        let coordinator = try StoreCoordinator(model: StrataSide.model, url: store.url)
+        defer { coordinator.close() }
+        let (count, seconds) = try timed { try StrataSide.batchImportAll(data, flights: flights, into: coordinator) }
+        guard count == flights.count else { throw VersusError("Strata's batch insert wrote \(count) flights, expected \(flights.count)") }
+        return (store, seconds)
+    }
+
     private func build(_ contender: Contender, _ flights: [Flight], label: String) throws -> (StorePath, Double) {
         switch contender {
         case .raw: try rawImport(flights, label: label)
@@ -191,6 +210,37 @@ final class Runner {
         }
         let r = ratioRow(name, rows: data.flights.count + 16 + 1458 + 3322, .milliseconds, samples)
         record(withImportGoal(r, note: "raw: 4 prepared INSERTs in one BEGIN IMMEDIATE…COMMIT; GRDB: record.insert(db) in one queue.write; Strata: objects inserted in an update context, attributes and to-ones set through the typed subscripts, then saveToStore() (update → main → writer → disk)"))
+    }
+
+    /// Peak resident memory of the object import, the batch insert and the raw import, each in
+    /// a child process of its own (this executable with STRATA_PROFILE=<mode>: one round on all
+    /// the flights; the child checks its row counts), interleaved round by round.
+    private func peakMemoryWorkload() throws {
+        let name = "peak RSS of imports (child processes: import, batch-insert, raw-import)"
+        guard options.includes(name) else { return }
+        let rssPlan = Plan(iterations: options.iterations ?? (options.quick ? 1 : 3), warmup: 0)
+        start(name, rssPlan)
+        let samples = try interleave(rssPlan, ["raw-import", "import", "batch-insert"].map { mode in
+            (mode, { _, _ in Double(try Profile.childPeakResidentBytes(mode: mode)) })
+        })
+        let raw = median(samples["raw-import"] ?? []), objects = median(samples["import"] ?? []),
+            batch = median(samples["batch-insert"] ?? [])
+        let count = data.flights.count + data.airlines.count + data.airports.count + data.planes.count
+        let perObject = (objects - raw) / Double(count)
+        var row = ResultRow(group: realGroup, workload: "peak RSS, import through objects", rows: count, unit: .megabytes,
+                            values: [.raw: raw, .strata: objects])
+        row.goal = "≤ raw + 400 B per object"
+        row.met = perObject <= 400
+        row.note = "peak resident memory (VmHWM) of a child process STRATA_PROFILE=import (the import row's Strata side, one round) vs STRATA_PROFILE=raw-import; "
+            + "both include the CSV parsed into structs; (Strata − raw) / \(formatCount(count)) objects = \(formatNumber(perObject)) B per object"
+        record(row)
+        var batchRow = ResultRow(group: realGroup, workload: "peak RSS, batch insert", rows: count, unit: .megabytes,
+                                 values: [.raw: raw, .strata: batch])
+        batchRow.goal = "≤ raw + 10%"
+        batchRow.met = batch <= raw * 1.1
+        batchRow.note = "peak resident memory (VmHWM) of a child process STRATA_PROFILE=batch-insert (every table by BatchInsertRequest, one round) vs STRATA_PROFILE=raw-import: "
+            + String(format: "%+.1f%%", (batch / raw - 1) * 100)
+        record(batchRow)
     }
 
     /// Goal of import and fetch: ≤ 1.5× raw and faster than GRDB.
@@ -466,7 +516,8 @@ final class Runner {
         guard options.includes(name) else { return }
         start(name, plan)
         let stores = try Dictionary(uniqueKeysWithValues: Contender.allCases.map { ($0, try realStore($0)) })
-        let (samples, selects) = try performFetchRounds(data.flights, plan: plan, stores: stores)
+        let (samples, selects) = try performFetchRounds(sections: data.expectedSections(data.flights), count: data.flights.count,
+                                                        plan: plan, stores: stores)
         strataCold = samples[.strata].map(median)
         // How much of Strata's time is its SQL: its own statement, run through the C API.
         let strataSQL = try listStatement(stores[.strata]!)
@@ -486,17 +537,18 @@ final class Runner {
         record(row)
     }
 
-    /// Rounds of opening the list; returns the samples and the SELECTs Strata ran in its last round.
-    private func performFetchRounds(_ flights: [Flight], plan: Plan, stores: [Contender: StorePath]) throws -> ([Contender: [Double]], Int) {
-        let sections = data.expectedSections(flights)
+    /// Rounds of opening the list over `count` flights whose sections should be `sections`, by
+    /// the contenders `stores` holds; returns the samples and the SELECTs Strata ran in its last round.
+    private func performFetchRounds(sections: [(name: String, count: Int)], count: Int, plan: Plan,
+                                    stores: [Contender: StorePath]) throws -> ([Contender: [Double]], Int) {
         func check(_ found: [(name: String, count: Int)], _ ids: Int?, _ who: String) throws {
             guard found.count == sections.count, zip(found, sections).allSatisfy({ $0.name == $1.name && $0.count == $1.count }),
-                  ids == nil || ids == flights.count else {
+                  ids == nil || ids == count else {
                 throw VersusError("\(who) found sections \(found.prefix(3))… (\(ids ?? -1) IDs), expected \(sections.prefix(3))…")
             }
         }
         var selects = 0
-        let samples = try interleave(plan, [
+        let bodies: [(Contender, IterationBody)] = [
             (Contender.raw, { _, _ in
                 let db = try RawDB(path: stores[.raw]!.path)
                 let (list, seconds) = try timed { try db.listIDsAndSections() }
@@ -518,7 +570,8 @@ final class Runner {
                 try check(list.sections, nil, "Strata")
                 return seconds
             }),
-        ])
+        ]
+        let samples = try interleave(plan, bodies.filter { stores[$0.0] != nil })
         return (samples, selects)
     }
 
@@ -540,8 +593,15 @@ final class Runner {
         let name = "frc warm performFetch (valid section cache)"
         guard options.includes(name) else { return }
         start(name, plan)
-        let store = try realStore(.strata)
-        let count = data.flights.count
+        try warmPerformFetchRows(name, group: realGroup, store: try realStore(.strata), count: data.flights.count, plan: plan,
+                                 goal: 20, coldWithoutCacheName: strataCold)
+    }
+
+    /// Strata's list served from a valid section cache, interleaved with the same with the
+    /// cache file removed first: a row with goal "≥ `goal`× faster than cold", and the bytes
+    /// per ID of the cache file written.
+    private func warmPerformFetchRows(_ name: String, group: String, store: StorePath, count: Int, plan: Plan, goal: Double,
+                                      coldWithoutCacheName: Double?) throws {
         let samples = try interleave(plan, [
             ("cold", { _, _ in
                 let container = try PersistentContainer(model: StrataSide.model, url: store.url)
@@ -565,18 +625,18 @@ final class Runner {
             }),
         ])
         let cold = median(samples["cold"] ?? []), warm = median(samples["warm"] ?? [])
-        var row = ResultRow(group: realGroup, workload: name, rows: count, unit: .milliseconds, values: [.strata: warm])
-        row.goal = "≥ 20× faster than cold"
-        row.met = cold / warm >= 20
+        var row = ResultRow(group: group, workload: name, rows: count, unit: .milliseconds, values: [.strata: warm])
+        row.goal = "≥ \(Int(goal))× faster than cold"
+        row.met = cold / warm >= goal
         row.note = "Strata only: cold with the cache file removed \(Unit.milliseconds.format(cold)) (same run) → \(formatRatio(cold / warm)) faster"
-            + (strataCold.map { "; cold without a cache name: \(Unit.milliseconds.format($0))" } ?? "")
+            + (coldWithoutCacheName.map { "; cold without a cache name: \(Unit.milliseconds.format($0))" } ?? "")
         record(row)
 
         // Bytes per ID of the cache file just written.
         do {
             let cacheName = "cache bytes per ID"
             let bytes = try SectionCacheStore(storeURL: store.url).read(named: StrataSide.cacheName).count
-            var cacheRow = ResultRow(group: realGroup, workload: cacheName, rows: count, unit: .bytes,
+            var cacheRow = ResultRow(group: group, workload: cacheName, rows: count, unit: .bytes,
                                      values: [.strata: Double(bytes) / Double(count)])
             cacheRow.goal = "≤ 3 B per ID"
             cacheRow.met = Double(bytes) / Double(count) <= 3
@@ -775,10 +835,101 @@ final class Runner {
         record(row)
     }
 
+    // MARK: Batch operations (issue 20)
+
+    /// Strata's batch requests (no objects) against their raw SQL twins: the import of every
+    /// table, then an UPDATE and a DELETE of half the flights, each round on a fresh copy of
+    /// the real data's stores. GRDB has no row here.
+    private func batchWorkloads() throws {
+        let insertName = "batch insert: every table, BatchInsertRequest vs raw import"
+        let updateName = "batch update: minute = 0 where day <= 15"
+        let deleteName = "batch delete: flights where day > 15"
+        let group = "batch operations (nycflights13)"
+        let flights = data.flights
+
+        if options.includes(insertName) {
+            start(insertName, importPlan)
+            // The last round's stores are read back through the C API: every flight as the CSV has it.
+            func check(_ store: StorePath, _ contender: Contender, isLast: Bool) throws {
+                try checkCounts(store, flights: flights.count, contender)
+                if isLast, try RawDB(path: store.path).allFlights() != flights {
+                    throw VersusError("the \(contender.label) store of the batch-insert row holds flights that differ from the CSV's")
+                }
+            }
+            let samples = try interleave(importPlan, [
+                (Contender.raw, { _, isLast in
+                    let (store, seconds) = try self.rawImport(flights, label: "raw-batch-insert")
+                    defer { store.remove() }
+                    try check(store, .raw, isLast: isLast)
+                    return seconds
+                }),
+                (.strata, { _, isLast in
+                    let (store, seconds) = try self.strataBatchImport(flights, label: "strata-batch-insert")
+                    defer { store.remove() }
+                    try check(store, .strata, isLast: isLast)
+                    return seconds
+                }),
+            ])
+            var row = ratioRow("batch insert (every table)", group: group, rows: flights.count + data.airlines.count + data.airports.count + data.planes.count,
+                               .milliseconds, samples)
+            row.goal = "≤ 1.15× raw"
+            row.met = row.ratio(.raw).map { $0 <= 1.15 }
+            row.note = "raw: the import row's BEGIN IMMEDIATE, one prepared INSERT per table, COMMIT; Strata: StoreCoordinator.execute(BatchInsertRequest) per table "
+                + "(airlines, airports, planes, then flights, their to-ones set by the earlier batches' ObjectIDs), no objects (StrataSide.batchImportAll, "
+                + "STRATA_PROFILE=batch-insert); the store created before the region; both stores read back equal to the CSV"
+            record(row)
+        }
+
+        for (name, isUpdate) in [(updateName, true), (deleteName, false)] where options.includes(name) {
+            start(name, plan)
+            let expected = isUpdate ? flights.batchUpdateCount : flights.batchDeleteCount
+            let stores = [Contender.raw: try realStore(.raw), .strata: try realStore(.strata)]
+            var fingerprints: [Contender: [Double]] = [:]
+            func change(_ contender: Contender, isLast: Bool) throws -> Double {
+                let copy = try stores[contender]!.copy(in: scratch, label: "\(contender.tag)-batch-\(isUpdate ? "update" : "delete")")
+                defer { copy.remove() }
+                let (count, seconds): (Int, Double)
+                if contender == .raw {
+                    let db = try RawDB(path: copy.path)
+                    (count, seconds) = try timed { isUpdate ? try db.updateMinutes() : try db.deleteLateDays() }
+                } else {
+                    let coordinator = try StoreCoordinator(model: StrataSide.model, url: copy.url)
+                    defer { coordinator.close() }
+                    (count, seconds) = try timed {
+                        isUpdate ? try StrataSide.batchUpdateMinutes(coordinator) : try StrataSide.batchDeleteLateDays(coordinator)
+                    }
+                }
+                guard count == expected else { throw VersusError("\(contender.label) changed \(count) flights, expected \(expected)") }
+                if isLast { fingerprints[contender] = try RawDB(path: copy.path).flightsFingerprint() }
+                return seconds
+            }
+            let samples = try interleave(plan, [
+                (Contender.raw, { _, isLast in try change(.raw, isLast: isLast) }),
+                (.strata, { _, isLast in try change(.strata, isLast: isLast) }),
+            ])
+            guard let raw = fingerprints[.raw], raw == fingerprints[.strata] else {
+                throw VersusError("after the batch \(isUpdate ? "update" : "delete") the raw and Strata copies differ: "
+                    + "(rows, Σ _pk, Σ minute, Σ _version) raw \(fingerprints[.raw] ?? []), Strata \(fingerprints[.strata] ?? [])")
+            }
+            var row = ratioRow(isUpdate ? "batch update (minute = 0 where day <= 15)" : "batch delete (flights where day > 15)",
+                               group: group, rows: expected, .milliseconds, samples)
+            row.goal = "≤ 1.2× raw"
+            row.met = row.ratio(.raw).map { $0 <= 1.2 }
+            row.note = (isUpdate
+                ? "raw: BEGIN IMMEDIATE; UPDATE \"Flight\" SET minute = 0, _version = _version + 1 WHERE day <= 15 AND minute IS NOT 0; COMMIT; "
+                    + "Strata: coordinator.execute(BatchUpdateRequest(Flight where \"day <= 15\", minute = 0)) (STRATA_PROFILE=batch-update / raw-update)"
+                : "raw: BEGIN IMMEDIATE; DELETE FROM \"Flight\" WHERE day > 15; COMMIT; "
+                    + "Strata: coordinator.execute(BatchDeleteRequest(Flight where \"day > 15\")) (STRATA_PROFILE=batch-delete / raw-delete)")
+                + "; each round on a fresh copy of the real data's store (copied and flushed outside the region, connection opened outside); "
+                + "\(formatCount(expected)) rows changed on each side, and the copies agree afterwards (rows, Σ _pk, Σ minute, Σ _version)"
+            record(row)
+        }
+    }
+
     // MARK: Growth curve
 
     private func growthWorkloads(_ size: Int) throws {
-        let label = size >= 1_000_000 ? "\(size / 1_000_000)M" : "\(size / 1000)k"
+        let label = shortCount(size)
         let group = "growth (synthetic flights)"
         let plan = size >= 1_000_000 ? millionPlan : self.plan
         let insertName = "growth insert \(label)", fetchName = "growth fetch objects \(label)",
@@ -808,7 +959,8 @@ final class Runner {
         if options.includes(frcName) {
             start(frcName, plan)
             record(ratioRow("performFetch (cold)", group: group, rows: size, .nanosecondsPerRow,
-                            perRow(try performFetchRounds(flights, plan: plan, stores: stores).0)))
+                            perRow(try performFetchRounds(sections: data.expectedSections(flights), count: flights.count,
+                                                          plan: plan, stores: stores).0)))
         }
         // Only the 1,000,000-row stores stay, for the controller workloads.
         if size != 1_000_000 {
@@ -817,17 +969,120 @@ final class Runner {
         }
     }
 
-    // MARK: The 1,000,000-row controller
+    // MARK: The results controller at 1,000,000 and 10,000,000 rows
+
+    /// One size of the controller workloads: which rows run, on which stores, with which goals.
+    private struct ControllerScale {
+        var size: Int
+        /// The names printed with ▸ (the filter's text) are `prefix + "frc memory " + tag`, …
+        var prefix: String
+        var tag: String
+        var group: String
+        var plan: Plan
+        /// The cold performFetch row's goal (≤ × raw) and the warm one's (≥ × faster than
+        /// cold); nil: no such row.
+        var coldGoal: Double?
+        var warmGoal: Double?
+        /// Resident bytes per row.
+        var memoryGoal: Double
+        var withGRDB: Bool
+        /// The cache-bytes row on its own (the warm row writes one too).
+        var cacheRow: Bool
+        var store: (Contender) throws -> StorePath
+    }
 
     private func millionControllerWorkloads() throws {
-        let memoryName = "frc memory 1M", changeName = "frc change 1M", cacheName = "frc cache bytes 1M"
-        guard [memoryName, changeName, cacheName].contains(where: options.includes) else { return }
         // Quick runs have no 1M stores: the real data's stores stand in (labelled as such).
         let size = options.quick ? data.flights.count : 1_000_000
         let label = options.quick ? "\(formatCount(size)) rows (quick: real data, not 1M)" : "1,000,000 rows"
-        let group = "results controller, \(label)"
-        let store: (Contender) throws -> StorePath = { contender in
-            self.options.quick ? try self.realStore(contender) : try self.sizeStore(size, contender) { self.data.scaledFlights(size) }
+        try controllerWorkloads(ControllerScale(
+            size: size, prefix: "", tag: "1M", group: "results controller, \(label)", plan: millionPlan,
+            coldGoal: nil, warmGoal: nil, memoryGoal: 24, withGRDB: true, cacheRow: !options.quick,
+            store: { contender in
+                self.options.quick ? try self.realStore(contender) : try self.sizeStore(size, contender) { self.data.scaledFlights(size) }
+            }))
+    }
+
+    /// --large: the controller at 10,000,000 synthetic flights (STRATA_LARGE_ROWS another
+    /// size), raw SQLite and Strata, on stores built unmeasured (`largeStore`), removed after.
+    private func largeControllerWorkloads() throws {
+        let size = largeSize
+        var stores: [Contender: StorePath] = [:]
+        defer { for store in stores.values { store.remove() } }
+        try controllerWorkloads(ControllerScale(
+            size: size, prefix: "large: ", tag: shortCount(size), group: "results controller, \(formatCount(size)) rows", plan: largePlan,
+            coldGoal: 1.1, warmGoal: 50, memoryGoal: 20, withGRDB: false, cacheRow: false,
+            store: { contender in
+                if let store = stores[contender] { return store }
+                let store = try self.largeStore(contender, size: size)
+                stores[contender] = store
+                return store
+            }))
+    }
+
+    /// A store of `scaledFlights(size)` built unmeasured, as cheaply as each side allows, a
+    /// million flights at a time (10,000,000 `Flight` structs would take about 2.4 GB): raw SQLite
+    /// by its prepared INSERTs with a 256 MiB page cache on that connection only, one
+    /// transaction per chunk; Strata by batch inserts (no objects), one per chunk.
+    private func largeStore(_ contender: Contender, size: Int) throws -> StorePath {
+        let store = try scratch.newStore("\(contender.tag)-large-\(size)")
+        let chunk = 1_000_000
+        let chunks = stride(from: 0, to: size, by: chunk).map { $0..<min($0 + chunk, size) }
+        say("  (building the \(contender.label) store of \(formatCount(size)) flights, unmeasured)")
+        let (_, seconds) = try timed {
+            switch contender {
+            case .raw:
+                let db = try RawDB(path: store.path)
+                try db.createSchema()
+                try db.execute("PRAGMA cache_size=-262144")
+                try db.importAll(data, flights: [])
+                for range in chunks { try db.insertFlights(data.scaledFlights(range)) }
+            case .strata:
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: store.url)
+                defer { coordinator.close() }
+                let keys = try StrataSide.batchInsertReferenceTables(data, into: coordinator)
+                for range in chunks {
+                    let count = try StrataSide.batchInsertFlights(data.scaledFlights(range), keys: keys, into: coordinator)
+                    guard count == range.count else { throw VersusError("Strata's batch insert wrote \(count) flights, expected \(range.count)") }
+                }
+            case .grdb:
+                throw VersusError("no GRDB store at \(formatCount(size)) rows")
+            }
+        }
+        try checkCounts(store, flights: size, contender)
+        say("  (built in \(formatNumber(seconds)) s: \(formatCount(store.fileBytes / 1_000_000)) MB)")
+        return store
+    }
+
+    /// The controller workloads at one size (`scale`): cold and warm performFetch, resident
+    /// bytes per row, cache bytes per ID, one change → delegate; each only when its name is
+    /// included and `scale` asks for it.
+    private func controllerWorkloads(_ scale: ControllerScale) throws {
+        let coldName = "\(scale.prefix)frc cold performFetch \(scale.tag)", warmName = "\(scale.prefix)frc warm performFetch \(scale.tag)",
+            memoryName = "\(scale.prefix)frc memory \(scale.tag)", cacheName = "\(scale.prefix)frc cache bytes \(scale.tag)",
+            changeName = "\(scale.prefix)frc change \(scale.tag)"
+        let size = scale.size, group = scale.group, store = scale.store
+        var strataCold: Double?
+
+        if let goal = scale.coldGoal, options.includes(coldName) {
+            start(coldName, scale.plan)
+            var stores = [Contender.raw: try store(.raw), .strata: try store(.strata)]
+            if scale.withGRDB { stores[.grdb] = try store(.grdb) }
+            let (samples, selects) = try performFetchRounds(sections: data.expectedSections(scaledTo: size), count: size,
+                                                            plan: scale.plan, stores: stores)
+            strataCold = samples[.strata].map(median)
+            var row = ratioRow("cold performFetch (sections by airline.name)", group: group, rows: size, .milliseconds, samples)
+            row.goal = "≤ \(goal)× raw"
+            row.met = row.ratio(.raw).map { $0 <= goal }
+            row.note = "the real-data row's workload at \(formatCount(size)) synthetic flights: raw: ordered-ID query + GROUP BY section counts; "
+                + "Strata: performFetch() + sections, \(selects) SELECT statement(s); stores built unmeasured (raw: prepared INSERTs; Strata: BatchInsertRequest)"
+            record(row)
+        }
+
+        if let goal = scale.warmGoal, options.includes(warmName) {
+            start(warmName, scale.plan)
+            try warmPerformFetchRows("warm performFetch (valid section cache)", group: group, store: try store(.strata), count: size,
+                                     plan: scale.plan, goal: goal, coldWithoutCacheName: strataCold)
         }
 
         if options.includes(memoryName) {
@@ -839,7 +1094,7 @@ final class Runner {
                 let keys = try db.orderedIDs()
                 values[.raw] = Double(residentBytes() - before) / Double(keys.count)
             }
-            do {
+            if scale.withGRDB {
                 let queue = try GRDBSide.open(try store(.grdb))
                 let before = residentBytes()
                 let keys = try GRDBSide.orderedIDs(queue)
@@ -861,13 +1116,14 @@ final class Runner {
             guard count == size else { throw VersusError("controller holds \(count) rows, expected \(size)") }
             values[.strata] = Double(grown) / Double(count)
             var row = ResultRow(group: group, workload: "resident bytes per row", rows: size, unit: .bytes, values: values)
-            row.goal = "≤ 24 B per row"
-            row.met = Double(grown) / Double(count) <= 24
-            row.note = "resident growth around performFetch (tracking controller); raw/GRDB: the ordered keys as [Int64]; Strata layoutBytes \(formatNumber(Double(layout) / Double(count))) B/row"
+            row.goal = "≤ \(Int(scale.memoryGoal)) B per row"
+            row.met = Double(grown) / Double(count) <= scale.memoryGoal
+            row.note = "resident growth around performFetch (tracking controller); raw\(scale.withGRDB ? "/GRDB" : ""): the ordered keys as [Int64]; "
+                + "Strata layoutBytes \(formatNumber(Double(layout) / Double(count))) B/row"
             record(row)
         }
 
-        if options.includes(cacheName), !options.quick {
+        if options.includes(cacheName), scale.cacheRow {
             start(cacheName)
             let url = try store(.strata).url
             let container = try PersistentContainer(model: StrataSide.model, url: url)

@@ -53,7 +53,9 @@ func main() throws {
         + "the contenders interleaved round by round"
         + (options.quick ? " (imports: \(runner.importPlan.iterations) iterations, no warm-up)"
                          : " (1,000,000-row sizes: \(runner.millionPlan.iterations) iterations, no warm-up)")
-        + "; growth sizes \(runner.sizes.map(formatCount).joined(separator: " / ")); \(Int(elapsed / 60)) min \(Int(elapsed) % 60) s in all."
+        + "; growth sizes \(runner.sizes.map(formatCount).joined(separator: " / "))"
+        + (options.large ? "; --large: the results controller at \(formatCount(runner.largeSize)) rows, \(runner.largePlan.iterations) iterations, no warm-up" : "")
+        + "; \(Int(elapsed / 60)) min \(Int(elapsed) % 60) s in all."
     let report = Report(date: date, machine: machine, runDescription: description, rows: runner.rows, sizes: runner.sizes)
     let text = report.markdown()
     say("")
