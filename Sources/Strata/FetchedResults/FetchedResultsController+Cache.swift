@@ -107,18 +107,16 @@ extension AnyFetchedResultsController {
     /// Installs a validated cache file. Stamps are not stored in the file: they read as unknown
     /// until the next re-run of the request.
     private func installFromCache(_ file: SectionCacheFile) {
-        let range = file.keys.isEmpty ? nil : file.keys.min()!...file.keys.max()!
-        var locations = KeyLocations(expecting: range, count: file.keys.count)
         var rows = FetchedRows(keepsOneSection: sectionNameKeyPath == nil)
         var offset = 0
         for section in file.sections {
             let (name, title) = makeSection(section.value)
             rows.appendSection(value: section.value, name: name, indexTitle: title,
-                               keys: file.keys[offset..<(offset + section.count)], locations: &locations)
+                               keys: file.keys[offset..<(offset + section.count)])
             offset += section.count
         }
         self.rows = rows
-        self.locations = locations
+        deferLocations()
         relatedValues = [:]
         relatedValuesLoaded = false
         needsRerun = false

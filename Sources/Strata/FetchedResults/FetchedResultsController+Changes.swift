@@ -399,7 +399,15 @@ extension AnyFetchedResultsController {
 
     /// The key index of `rows`, rebuilt.
     static func locations(of rows: FetchedRows) -> KeyLocations {
-        var locations = KeyLocations()
+        var low = Int64.max, high = Int64.min, count = 0
+        for chunk in rows.chunks {
+            for key in chunk.keys {
+                low = min(low, key)
+                high = max(high, key)
+            }
+            count += chunk.keys.count
+        }
+        var locations = KeyLocations(expecting: count == 0 ? nil : low...high, count: count)
         for (c, chunk) in rows.chunks.enumerated() {
             for key in chunk.keys { locations[key] = Int32(c) }
         }

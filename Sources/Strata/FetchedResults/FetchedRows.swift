@@ -118,8 +118,8 @@ struct FetchedRows: Sendable {
 
     /// Appends a whole section after the last one, its keys in order, chunk by chunk (stamps
     /// unknown: 0). For installing a cache file.
-    mutating func appendSection(value: SQLiteValue, name: String, indexTitle: String?, keys: ArraySlice<Int64>,
-                                locations: inout KeyLocations) {
+    /// The keys' locations are not recorded: the caller rebuilds them (`locations(of:)`).
+    mutating func appendSection(value: SQLiteValue, name: String, indexTitle: String?, keys: ArraySlice<Int64>) {
         var section = Section(value: value, name: name, indexTitle: indexTitle, chunks: [], count: keys.count)
         if keepsOneSection, let only = sections.last, only.count == 0 {
             // The one section of an unsectioned layout, still empty: the keys go there.
@@ -132,7 +132,6 @@ struct FetchedRows: Sendable {
         while start < keys.endIndex {
             let end = min(start + FetchedRows.chunkCapacity, keys.endIndex)
             let chunk = newChunk(Chunk(keys: Array(keys[start..<end]), stamps: Array(repeating: 0, count: end - start), sectionValue: value))
-            for key in keys[start..<end] { locations[key] = chunk }
             section.chunks.append(chunk)
             start = end
         }
