@@ -218,7 +218,8 @@ extension ManagedObjectContext {
                 if let inverse {
                     for member in members { try removeInverse(of: object, from: member, inverse: inverse) }
                 }
-                for member in members { try delete(member) }
+                // A member whose row is gone everywhere is already deleted: nothing to cascade to.
+                for member in members where try fulfillUnlessGone(member) { try delete(member) }
             }
         }
         if wasInserted {

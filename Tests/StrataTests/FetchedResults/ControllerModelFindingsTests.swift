@@ -62,4 +62,30 @@ import Testing
         ])
         #expect(problems.isEmpty, "\(problems)")
     }
+
+    /// Issue 20, seed 17338306850906677774 (found by CI's 20,000-batch run of this stop, shrunk
+    /// to 15 batches): an item deleted on main, re-pointed at another shelf by a batch request,
+    /// then saved; a later cascade from that shelf in an update context still listed the item
+    /// and failed with `object Item/6 does not exist in the store`. A cascade now skips members
+    /// whose rows are gone at every level: there is nothing left to delete.
+    @Test func aCascadeSkipsAMemberWhoseRowIsGone() throws {
+        let problems = try ControllerModelRun.replay([
+            ModelBatch(.batchRequests, []),
+            ModelBatch(.mainEditsSaveToStore, [.insertItem(name: 7, group: 0, score: 2, flag: true, parents: [22, nil, 58, 42])]),
+            ModelBatch(.mainEdits, [.deleteItem(39)]),
+            ModelBatch(.mainEdits, [.insertItem(name: 11, group: 3, score: 6, flag: false, parents: [nil, 42, 46, nil]), .insertParent(.shelf, name: 3)]),
+            ModelBatch(.updateSaveToStore, []),
+            ModelBatch(.externalCoordinator, [.deleteParent(.shelf, 57)]),
+            ModelBatch(.mainEditsSaveToStore, [.insertItem(name: 5, group: 0, score: 1, flag: true, parents: [49, 29, 38, 48])]),
+            ModelBatch(.background, [.insertItem(name: 0, group: 4, score: 9, flag: true, parents: [18, nil, nil, 33])]),
+            ModelBatch(.updateSaveThenMainSaveToStore, [.insertItem(name: 6, group: 4, score: 7, flag: true, parents: [nil, 27, 31, 47])]),
+            ModelBatch(.externalCoordinator, [.deleteParent(.shelf, 58)]),
+            ModelBatch(.updateSaveOnly, [.deleteItem(3)]),
+            ModelBatch(.batchRequests, [.reparent(43, .shelf, 55)]),
+            ModelBatch(.mainEdits, [.insertItem(name: 0, group: 1, score: 7, flag: false, parents: [35, 47, 0, nil])]),
+            ModelBatch(.mainSaveThenWriterSave, []),
+            ModelBatch(.updateSaveToStore, [.deleteParent(.shelf, 57)]),
+        ])
+        #expect(problems.isEmpty, "\(problems)")
+    }
 }
