@@ -95,26 +95,18 @@ final class CrashTally {
                 store.acked.subtract(result.missing)       // later checks look for the others
                 record("lost commits", "lost commits: \(label): \(result.missing.count) acknowledged markers missing: \(result.missing.prefix(5).joined(separator: ", "))")
             }
-            if !result.matches {
-                let difference = result.difference ?? "?"
-                if result.servedFromCache {
+            func check(_ cache: String, matches: Bool, served: Bool, difference: String?, rejection: SectionCacheRejection?) {
+                guard !matches else { return }
+                if served {
                     staleServed += 1
-                    record("stale served", "stale served: \(label): \(difference)")
+                    record("stale served", "stale served: \(label): cache \(cache): \(difference ?? "?")")
                 } else {
                     violations += 1
-                    record("differs from a fresh fetch", "violation: \(label): the controller with its cache name differs from a fresh fetch (not served from the cache, rejection \(result.rejection.map { "\($0)" } ?? "none")): \(difference)")
+                    record("differs from a fresh fetch", "violation: \(label): the controller with cache name \(cache) differs from a fresh fetch (not served from the cache, rejection \(rejection.map { "\($0)" } ?? "none")): \(difference ?? "?")")
                 }
             }
-            if !result.byNameMatches {
-                let difference = result.byNameDifference ?? "?"
-                if result.byNameServed {
-                    staleServed += 1
-                    record("stale served", "stale served: \(label): cache goods-by-name: \(difference)")
-                } else {
-                    violations += 1
-                    record("differs from a fresh fetch", "violation: \(label): the goods-by-name controller differs from a fresh fetch (not served from the cache): \(difference)")
-                }
-            }
+            check("goods", matches: result.matches, served: result.servedFromCache, difference: result.difference, rejection: result.rejection)
+            check("goods-by-name", matches: result.byNameMatches, served: result.byNameServed, difference: result.byNameDifference, rejection: nil)
             if let corruption {
                 corruptMade += 1
                 if !result.servedFromCache, let rejection = result.rejection, rejection.isCorrupt {

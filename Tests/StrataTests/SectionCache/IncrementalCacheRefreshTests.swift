@@ -25,6 +25,13 @@ import StrataTestSupport
         ])
     }
 
+    /// A new store of the test's model in a temporary folder, with its container.
+    static func store(_ options: StoreOptions = StoreOptions()) throws -> (TemporaryDirectory, URL, PersistentContainer) {
+        let directory = TemporaryDirectory("strata-incremental")
+        let url = directory.file("store.sqlite")
+        return (directory, url, PersistentContainer(coordinator: try StoreCoordinator(model: model(), url: url, options: options)))
+    }
+
     /// One cached controller of the test: its request and whether refreshes may be incremental.
     struct Cached {
         let name: String
@@ -72,10 +79,11 @@ import StrataTestSupport
     }
 
     @Test func everyRefreshEqualsTheFullRequest() throws {
-        let directory = TemporaryDirectory("strata-incremental")
-        let url = directory.file("store.sqlite")
-        let container = try PersistentContainer(model: Self.model(), url: url)
-        defer { container.coordinator.close() }
+        let (directory, url, container) = try Self.store()
+        defer {
+            container.coordinator.close()
+            withExtendedLifetime(directory) {}
+        }
         let coordinator = container.coordinator
         let main = container.mainContext
         let batches = Int(ProcessInfo.processInfo.environment["STRATA_INCREMENTAL_BATCHES"] ?? "") ?? 300
@@ -210,10 +218,11 @@ import StrataTestSupport
     /// Work done: a one-row commit on a 20,000-row list reads that row back and about two
     /// probes per halving, not the list.
     @Test func aOneRowCommitReadsOneRowAndAFewProbes() throws {
-        let directory = TemporaryDirectory("strata-incremental")
-        let url = directory.file("store.sqlite")
-        let container = try PersistentContainer(model: Self.model(), url: url)
-        defer { container.coordinator.close() }
+        let (directory, url, container) = try Self.store()
+        defer {
+            container.coordinator.close()
+            withExtendedLifetime(directory) {}
+        }
         let main = container.mainContext
         try main.performAndWait {
             for index in 0..<20_000 {
@@ -250,12 +259,13 @@ import StrataTestSupport
 
     /// With the option off every refresh re-runs the request (what the benchmarks compare with).
     @Test func theOptionOffRereadsTheList() throws {
-        let directory = TemporaryDirectory("strata-incremental")
-        let url = directory.file("store.sqlite")
         var options = StoreOptions()
         options.incrementalCacheRefresh = false
-        let container = PersistentContainer(coordinator: try StoreCoordinator(model: Self.model(), url: url, options: options))
-        defer { container.coordinator.close() }
+        let (directory, url, container) = try Self.store(options)
+        defer {
+            container.coordinator.close()
+            withExtendedLifetime(directory) {}
+        }
         let main = container.mainContext
         try main.performAndWait {
             for index in 0..<100 { try main.insert("Item").setValue(Int64(index), forKey: "rank") }
@@ -281,10 +291,11 @@ import StrataTestSupport
     /// key has a 7-byte body; decoding required 10 bytes per section and refused it as bad-header,
     /// so such a cache was rebuilt at every launch instead of served.
     @Test func aCacheOfOneObjectIsServed() throws {
-        let directory = TemporaryDirectory("strata-incremental")
-        let url = directory.file("store.sqlite")
-        let container = try PersistentContainer(model: Self.model(), url: url)
-        defer { container.coordinator.close() }
+        let (directory, _, container) = try Self.store()
+        defer {
+            container.coordinator.close()
+            withExtendedLifetime(directory) {}
+        }
         let main = container.mainContext
         try main.performAndWait {
             try main.insert("Item").setValue(Int64(1), forKey: "rank")
