@@ -87,12 +87,18 @@ extension Model: Codable {
         try c.encode(entities, forKey: .entities)
     }
 
-    /// The model as JSON with sorted keys: byte-identical for equal models.
+    /// The model as JSON with sorted keys: byte-identical for equal models. Encoded once per
+    /// model value (its copies share it).
     public func jsonData() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        // Encoding plain strings, ints and arrays cannot fail.
-        return try! encoder.encode(self)
+        schema.modelJSON.withLock { cached in
+            if let cached { return cached }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            // Encoding plain strings, ints and arrays cannot fail.
+            let data = try! encoder.encode(self)
+            cached = data
+            return data
+        }
     }
 
     /// Decodes a model from ``jsonData()``'s form (entities get the plain ``ManagedObject`` class).

@@ -1,3 +1,5 @@
+internal import Foundation
+
 /// Quotes an SQL identifier. Model names are validated identifiers; quoting keeps keywords safe.
 func quoted(_ identifier: String) -> String { "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
 
@@ -12,6 +14,9 @@ let versionColumn = "_version"
 final class Schema: Sendable {
     let infos: [String: EntityInfo]
     let joinTables: [JoinTable]
+    /// The owning model's ``Model/jsonData()``, encoded once: every store opening compares it
+    /// with the stored model, and `JSONEncoder` was about a third of a migrating open.
+    let modelJSON = Locked<Data?>(nil)
 
     init(entities: [Entity]) {
         var joins: [String: JoinTable] = [:]
