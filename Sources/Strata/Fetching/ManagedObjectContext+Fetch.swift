@@ -258,10 +258,14 @@ struct FetchPlan {
     /// to the last parameter (after ``arguments``): the rows of a commit's changed keys that the
     /// request selects, in the request's order.
     func keyAndSortValuesSQL(amongKeysAt parameter: Int) -> String {
-        let keys = "t0.\(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?\(parameter)))"
-        let condition = whereSQL.isEmpty ? " WHERE " + keys : " WHERE (" + whereSQL.dropFirst(" WHERE ".count) + ") AND " + keys
-        return "SELECT " + (["t0.\(quoted(primaryKeyColumn))"] + sortValueSQL).joined(separator: ", ")
-            + " FROM \(info.table) AS t0" + joinSQL + condition + orderSQL
+        "SELECT " + (["t0.\(quoted(primaryKeyColumn))"] + sortValueSQL).joined(separator: ", ")
+            + " FROM \(info.table) AS t0" + joinSQL
+            + whereSQL(and: "t0.\(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?\(parameter)))") + orderSQL
+    }
+
+    /// ` WHERE (condition) AND extra`, or ` WHERE extra` without a condition.
+    func whereSQL(and extra: String) -> String {
+        whereSQL.isEmpty ? " WHERE " + extra : " WHERE (" + whereSQL.dropFirst(" WHERE ".count) + ") AND " + extra
     }
 
     /// Of the two root rows whose keys are bound to `?1` and `?2`, the key of the one the

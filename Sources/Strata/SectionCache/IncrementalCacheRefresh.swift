@@ -115,19 +115,26 @@ struct CacheRefreshLog {
 }
 
 extension StoreChanges {
-    /// The keys this save writes, by entity: inserted, updated and deleted rows, and both members
-    /// of every join row it adds or removes. Conflicting rows are included whatever their
-    /// resolution: a superset only costs a row read back.
-    var writtenKeys: [String: [Int64]] {
+    /// The keys this save writes of `entities`, by entity: inserted, updated and deleted rows,
+    /// and both members of every join row it adds or removes. Conflicting rows are included
+    /// whatever their resolution: a superset only costs a row read back. `nil` past `limit` keys
+    /// (a refresh re-runs the request then: an import is not listed key by key).
+    func writtenKeys(of entities: Set<String>, limit: Int) -> [String: [Int64]]? {
         var keys: [String: [Int64]] = [:]
-        for (info, key, _) in inserted { keys[info.name, default: []].append(key) }
-        for (info, key, _, _) in updated { keys[info.name, default: []].append(key) }
-        for (info, key, _) in deleted { keys[info.name, default: []].append(key) }
-        for (owner, other, _, _, _) in joinInserts + joinDeletes {
-            keys[owner.entityName, default: []].append(owner.primaryKey)
-            keys[other.entityName, default: []].append(other.primaryKey)
+        var count = 0
+        func add(_ entity: String, _ key: Int64) -> Bool {
+            guard entities.contains(entity) else { return true }
+            count += 1
+            keys[entity, default: []].append(key)
+            return count <= limit
         }
-        for (owner, _, _, _) in joinRowsOfDeleted { keys[owner.entityName, default: []].append(owner.primaryKey) }
+        for (info, key, _) in inserted { guard add(info.name, key) else { return nil } }
+        for (info, key, _, _) in updated { guard add(info.name, key) else { return nil } }
+        for (info, key, _) in deleted { guard add(info.name, key) else { return nil } }
+        for (owner, other, _, _, _) in joinInserts + joinDeletes {
+            guard add(owner.entityName, owner.primaryKey), add(other.entityName, other.primaryKey) else { return nil }
+        }
+        for (owner, _, _, _) in joinRowsOfDeleted { guard add(owner.entityName, owner.primaryKey) else { return nil } }
         return keys
     }
 }

@@ -99,16 +99,17 @@ extension StoreCoordinator {
     }
 
     /// Under the lock, right after a commit that took `generation`: every cache's log notes it,
-    /// with the keys it wrote of the entities that cache reads (`keys` `nil`: unknown, as for a
-    /// batch request). Noting under the lock keeps each log in generation order.
-    func noteCommit(generation: Int64, touched: Set<String>, keys: @autoclosure () -> [String: [Int64]]?) {
+    /// with the keys it wrote of the entities that cache reads (`keys` returns `nil`: unknown, as
+    /// for a batch request or a commit of too many keys). Noting under the lock keeps each log
+    /// in generation order.
+    func noteCommit(generation: Int64, touched: Set<String>, keys: (_ of: Set<String>) -> [String: [Int64]]?) {
         let refreshers = cacheRefreshers.withLock { Array($0.values) }
         guard !refreshers.isEmpty else { return }
-        let written = keys()
+        let written = keys(refreshers.reduce(into: Set<String>()) { $0.formUnion($1.entities) })
         for refresher in refreshers {
+            let reads = !refresher.entities.isDisjoint(with: touched)
             let relevant = written.map { $0.filter { refresher.entities.contains($0.key) } }
-            let unknown = relevant == nil && !refresher.entities.isDisjoint(with: touched)
-            refresher.log.withLock { $0.note(generation: generation, keys: unknown ? nil : relevant ?? [:]) }
+            refresher.log.withLock { $0.note(generation: generation, keys: reads ? relevant : [:]) }
         }
     }
 

@@ -161,13 +161,13 @@ extension StoreCoordinator {
                 assignments.append("\(quoted(versionColumn)) = \(quoted(versionColumn)) + 1")
                 // Only rows that change: a row that already holds the values keeps its version
                 // and is no news (no context refreshes it, no list reports it as updated).
-                let rows = windowed
-                    ? " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?1)) AND "
-                    : (plan.whereSQL.isEmpty ? " WHERE " : " WHERE (" + plan.whereSQL.dropFirst(" WHERE ".count) + ") AND ")
+                let changes = "(\(differences.joined(separator: " OR ")))"
+                let filter = windowed
+                    ? " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?1)) AND " + changes
+                    : plan.whereSQL(and: changes)
                 // The changed rows' keys come from SQLite's update hook as it writes them: an
                 // UPDATE … RETURNING costs a second pass over an ephemeral table (2.4× a plain
                 // UPDATE's instructions), a SELECT of the same rows first a second scan (1.5×).
-                let filter = rows + "(\(differences.joined(separator: " OR ")))"
                 let update = try db.prepare("UPDATE \(info.table) AS t0 SET \(assignments.joined(separator: ", "))" + filter)
                 try update.bind(arguments)
                 let (_, changed) = try db.rowIDs(changedIn: info.name, by: .update) { try update.execute() }
@@ -218,15 +218,11 @@ extension StoreCoordinator {
                 if let plan, plan.windowSQL.isEmpty, !needsKeysFirst {
                     // Nothing to check or write beside the rows: one DELETE by the request's own
                     // condition, as a plain DELETE is, with the keys from SQLite's update hook.
-                    // (`WHERE 1` for every row: without a WHERE, SQLite truncates the table
-                    // without reporting the rows to the hook.)
-                    let delete = try db.prepare("DELETE FROM \(info.table) AS t0" + (plan.whereSQL.isEmpty ? " WHERE 1" : plan.whereSQL))
-                    try delete.bind(plan.arguments)
-                    let (_, keys) = try db.rowIDs(changedIn: info.name, by: .delete) { try delete.execute() }
+                    let keys = try deleteSelected(db, plan)
                     guard !keys.isEmpty else { return ([], nil, []) }
                     KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
                     let (generation, _) = try stampCommit(db, touching: [info.name], origin: StoreCoordinator.batchOrigin)
-                    return (keys.sorted(), generation, [info.name])
+                    return (keys, generation, [info.name])
                 }
                 let keys: [Int64]
                 if let plan {
@@ -299,11 +295,9 @@ extension StoreCoordinator {
                     // Nothing changed since the keys were selected, in this transaction: the
                     // request's own condition deletes exactly them, as a plain DELETE does (no
                     // JSON list to build, parse and look up: 1.42× → see the perf gate).
-                    let delete = try db.prepare("DELETE FROM \(info.table) AS t0" + plan.whereSQL)
-                    try delete.bind(plan.arguments)
-                    try delete.execute()
-                    guard db.changes == keys.count else {
-                        throw SQLiteError(code: .SQLITE_INTERNAL, message: "batch delete: \(db.changes) rows deleted, \(keys.count) selected")
+                    let deleted = try deleteSelected(db, plan)
+                    guard deleted.count == keys.count else {
+                        throw SQLiteError(code: .SQLITE_INTERNAL, message: "batch delete: \(deleted.count) rows deleted, \(keys.count) selected")
                     }
                 } else {
                     try db.prepare("DELETE FROM \(info.table) WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))").execute(json())
@@ -319,6 +313,15 @@ extension StoreCoordinator {
         let ids = result.0.map { ObjectID(entityName: info.name, primaryKey: $0) }
         finishBatch(touched: result.2, deleted: Set(ids), generation: generation)
         return BatchResult(entityName: info.name, objectIDs: ids, generation: generation, touchedEntities: result.2)
+    }
+
+    /// Deletes the rows `plan` selects (no window) with its own condition, and returns their keys
+    /// as SQLite's update hook reports them, in key order. (`WHERE 1` for every row: without a
+    /// WHERE, SQLite truncates the table without reporting the rows to the hook.)
+    private func deleteSelected(_ db: Connection, _ plan: FetchPlan) throws -> [Int64] {
+        let delete = try db.prepare("DELETE FROM \(plan.info.table) AS t0" + (plan.whereSQL.isEmpty ? " WHERE 1" : plan.whereSQL))
+        try delete.bind(plan.arguments)
+        return try db.rowIDs(changedIn: plan.info.name, by: .delete) { try delete.execute() }.1.sorted()
     }
 
     /// The primary keys `plan` selects, in key order.
@@ -367,7 +370,7 @@ extension StoreCoordinator {
     private func finishBatch(touched: Set<String>, deleted: Set<ObjectID>, generation: Int64) {
         // Keys unknown to the caches' logs: their next refresh re-runs the request. (Noted after
         // the lock: a log that sees generations out of order only starts again.)
-        noteCommit(generation: generation, touched: touched, keys: nil)
+        noteCommit(generation: generation, touched: touched) { _ in nil }
         scheduleCacheRefreshes(touching: touched)
         tellContexts(changed: touched, deleted: deleted)
     }

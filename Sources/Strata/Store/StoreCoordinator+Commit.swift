@@ -127,7 +127,9 @@ extension StoreCoordinator {
             }
             if let result = outcome.result {
                 refreshModelJSON = false                    // under the lock, once COMMIT succeeded
-                noteCommit(generation: result.generation, touched: result.touchedEntities, keys: changes.writtenKeys)
+                noteCommit(generation: result.generation, touched: result.touchedEntities) {
+                    changes.writtenKeys(of: $0, limit: CacheRefreshLog.keyLimit)
+                }
             }
             return outcome
         }

@@ -99,6 +99,7 @@ import StrataTestSupport
             try item.setValue(tags.isEmpty || rng.chance(0.2) ? nil : rng.pick(tags), forKey: "tag")
             if !items.isEmpty, rng.chance(0.3) { try item.setValue(rng.pick(items), forKey: "parent") }
         }
+        var operations: [String: Int] = [:]
         /// Random work in `context`: inserts, edits (one attribute or all), deletes, tag renames.
         func work(_ context: ManagedObjectContext, rows: Int) throws {
             let tags = try context.fetch(FetchRequest(entityName: "Tag"))
@@ -107,22 +108,30 @@ import StrataTestSupport
                 switch rng.int(0...9) {
                 case 0...2:
                     try randomize(try context.insert("Item"), tags, items)
+                    operations["insert item", default: 0] += 1
                 case 3...6 where !items.isEmpty:
                     let item = rng.pick(items)
                     guard !item.isDeleted else { continue }
-                    switch rng.int(0...4) {
+                    let edit = rng.int(0...4)
+                    switch edit {
                     case 0: try item.setValue(rng.pick(sections), forKey: "section")
                     case 1: try item.setValue(rng.pick(titles), forKey: "title")
                     case 2: try item.setValue(Int64(rng.int(0...9)), forKey: "rank")
                     case 3: try item.setValue(!((try item.value(forKey: "flag")) as? Bool ?? false), forKey: "flag")
                     default: try randomize(item, tags, items)
                     }
+                    operations[["set section", "set title", "set rank", "toggle flag", "set everything"][edit], default: 0] += 1
                 case 7 where !items.isEmpty:
                     let item = rng.pick(items)
-                    if !item.isDeleted { try context.delete(item) }
+                    if !item.isDeleted {
+                        try context.delete(item)
+                        operations["delete item", default: 0] += 1
+                    }
                 case 8 where !tags.isEmpty && rng.chance(0.3):
                     try rng.pick(tags).setValue("tag-\(rng.int(0...20))", forKey: "name")
-                case 8 where tags.count < 6:
+                    operations["rename tag", default: 0] += 1
+                case 8 where tags.count < 12:
+                    operations["insert tag", default: 0] += 1
                     try context.insert("Tag").setValue("tag-\(rng.int(0...20))", forKey: "name")
                 default:
                     break
@@ -175,10 +184,13 @@ import StrataTestSupport
                     try work(background, rows: rng.int(1...3))
                     _ = try background.save()
                 }
-            case 7:
+            case 7 where rng.chance(0.5):
                 route = "batch update"
                 _ = try coordinator.execute(BatchUpdateRequest(entityName: "Item", predicate: try Condition("rank == %@", Int64(rng.int(0...9))),
                                                                propertiesToUpdate: ["flag": rng.chance(0.5), "section": rng.pick(sections)]))
+            case 7:
+                route = "batch delete"
+                _ = try coordinator.execute(BatchDeleteRequest(FetchRequest(entityName: "Item", predicate: try Condition("rank == %@", Int64(rng.int(0...9))))))
             case 8:
                 route = "other coordinator, then update.saveToStore()"
                 let other = try PersistentContainer(model: Self.model(), url: url)
@@ -209,10 +221,14 @@ import StrataTestSupport
         print("incremental-cache: batches=\(batches) incremental=\(statistics.incremental) full=\(statistics.full) "
               + "changed-rows-read=\(statistics.changedRowsRead) probes=\(statistics.probes) full-rows-read=\(statistics.fullRowsRead)")
         print("incremental-cache routes: " + routes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        print("incremental-cache operations: " + operations.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         print("incremental-cache files checked current: " + checked.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         #expect(statistics.incremental > batches, "most refreshes of the four eligible caches should be incremental")
         #expect(statistics.full > batches / 2, "windows, key paths back to Item, batches and other coordinators need full refreshes")
         for c in cached { #expect(checked[c.name, default: 0] > batches / 2, "cache \(c.name) was current at too few checks") }
+        // Every route and operation is reached (the counts above say how often).
+        #expect(routes.count == 7 && routes.values.allSatisfy { $0 >= batches / 100 }, "\(routes)")
+        #expect(operations.count == 9 && operations.values.allSatisfy { $0 >= batches / 100 }, "\(operations)")
     }
 
     /// Work done: a one-row commit on a 20,000-row list reads that row back and about two
