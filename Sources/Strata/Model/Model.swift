@@ -91,12 +91,12 @@ extension Model: Codable {
     /// model value (its copies share it).
     public func jsonData() -> Data {
         schema.modelJSON.withLock { cached in
-            if let cached { return cached }
+            if let cached { return Data(cached) }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             // Encoding plain strings, ints and arrays cannot fail.
             let data = try! encoder.encode(self)
-            cached = data
+            cached = Array(data)
             return data
         }
     }
