@@ -116,12 +116,19 @@ struct RowSnapshot: Sendable, Equatable {
         var index = first
         var attribute = start
         while attribute < attributes.count {
-            if case .string(let text)? = attributes[attribute] {
+            // One switch, one copy of the value (a test for `.string` and then a bind copied it
+            // twice: 2% of a batch insert; callgrind).
+            switch attributes[attribute] {
+            case .string(let text)?:
                 let next = attribute + 1, nextIndex = index + 1
                 try statement.withText(text, boundAt: index) { try execute(statement, attribute: next, at: nextIndex) }
                 return
+            case nil: try statement.bindNull(at: index)
+            case .int64(let v)?: try statement.bind(v, at: index)
+            case .double(let v)?: try statement.bind(v, at: index)
+            case .date(let v)?: try statement.bind(v.timeIntervalSinceReferenceDate, at: index)
+            case let other?: try statement.bind(other.storageValue, at: index)
             }
-            try RowSnapshot.bind(attributes[attribute], to: statement, at: index)
             attribute += 1
             index += 1
         }
