@@ -30,7 +30,7 @@ extension Connection {
     /// Runs `body` inside `SAVEPOINT name`: RELEASE on return, ROLLBACK TO + RELEASE on throw.
     /// Nests inside transactions and other savepoints.
     public func savepoint<T>(_ name: String = "strata", _ body: () throws -> T) throws -> T {
-        let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        let quoted = name.utf8.contains(UInt8(ascii: "\"")) ? "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : "\"" + name + "\""
         try cachedStatement("SAVEPOINT \(quoted)").execute()
         do {
             let result = try body()

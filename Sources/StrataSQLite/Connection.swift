@@ -201,7 +201,7 @@ public final class Connection {
 
     /// Runs one or more `;`-separated statements without arguments.
     public func execute(_ sql: String) throws {
-        var remaining = sql.trimmingCharacters(in: .whitespacesAndNewlines)
+        var remaining = Connection.trimmed(sql)
         while !remaining.isEmpty {
             var statementHandle: OpaquePointer?
             var consumed = 0
@@ -213,16 +213,26 @@ public final class Connection {
             }
             // On a syntax error SQLite's tail stops at the bad token: report the rest of the script.
             guard code == SQLITE_OK else { throw error(code: code, sql: remaining) }
-            var text = (String(remaining.utf8.prefix(consumed)) ?? remaining).trimmingCharacters(in: .whitespacesAndNewlines)
+            var text = Connection.trimmed(String(remaining.utf8.prefix(consumed)) ?? remaining)
             if text.hasSuffix(";") { text.removeLast() }
-            remaining = String(remaining.utf8.dropFirst(consumed))?
-                .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            remaining = String(remaining.utf8.dropFirst(consumed)).map(Connection.trimmed) ?? ""
             guard let statementHandle else { continue } // comment or whitespace only
             let counter = counter(for: text)
             counter.prepared += 1
             let statement = Statement(connection: self, handle: statementHandle, sql: counter.sql, counter: counter)
             try statement.execute()
         }
+    }
+
+    /// `text` without leading and trailing white space (Unicode's White_Space, line breaks
+    /// included). Not Foundation's `trimmingCharacters(in:)`, which goes through `NSString` and
+    /// was most of opening a connection (perf).
+    static func trimmed(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+        if first == scalars.startIndex, last == scalars.index(before: scalars.endIndex) { return text }
+        return String(scalars[first...last])
     }
 
     /// Reads a pragma's value, or sets it and returns what SQLite answers.

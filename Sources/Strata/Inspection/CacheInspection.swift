@@ -220,8 +220,5 @@ extension StoreInspector {
         return removed
     }
 
-    private func fileSize(_ path: FileSystemPath) -> Int64 {
-        var info = stat()
-        return path.withCString({ stat($0, &info) }) == 0 ? Int64(info.st_size) : 0
-    }
+    private func fileSize(_ path: FileSystemPath) -> Int64 { path.fileSize ?? 0 }
 }

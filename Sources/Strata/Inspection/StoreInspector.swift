@@ -242,10 +242,7 @@ public struct StoreInspector: Sendable {
 
     /// What `strata store info` prints.
     public func info() throws(InspectionError) -> StoreInfo {
-        func size(_ file: FileSystemPath) -> Int64? {
-            var info = stat()
-            return file.withCString({ stat($0, &info) }) == 0 ? Int64(info.st_size) : nil
-        }
+        func size(_ file: FileSystemPath) -> Int64? { file.fileSize }
         // Sizes first: the read below may create a -wal and -shm for its own use (and remove them again).
         let files = StoreInfo.Files(database: size(self.path) ?? 0, wal: size(self.path.appending(suffix: "-wal")),
                                     shm: size(self.path.appending(suffix: "-shm")))

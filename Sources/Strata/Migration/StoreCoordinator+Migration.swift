@@ -48,8 +48,7 @@ extension StoreCoordinator {
 
     /// The store's own model (from `strata_meta.model_json`), read-only; `nil` for a missing or empty file.
     static func storedModel(path: String) throws -> Model? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              let size = attributes[.size] as? Int, size > 0 else { return nil }
+        guard let size = FileSystemPath(path).fileSize, size > 0 else { return nil }
         var configuration = Connection.Configuration()
         configuration.readOnly = true
         do {

@@ -10,8 +10,7 @@ extension StoreCoordinator {
     /// Reads an existing store's identity through a read-only connection and checks it against
     /// `model`. Returns `nil` for a missing or empty file. Writes nothing.
     static func probe(path: String, model: Model) throws -> ExistingStore? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              let size = attributes[.size] as? Int, size > 0 else { return nil }
+        guard let size = FileSystemPath(path).fileSize, size > 0 else { return nil }
         do {
             return try probeReadOnly(path: path, model: model)
         } catch StoreError.sqlite(let error) where .SQLITE_READONLY ~= error.code {

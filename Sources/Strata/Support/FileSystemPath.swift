@@ -35,6 +35,14 @@ public struct FileSystemPath: Sendable, Hashable, CustomStringConvertible {
         self.init(url.path)
     }
 
+    /// The file's size from `stat`, `nil` when there is no file. (Not `FileManager`'s
+    /// `attributesOfItem`, which also looks the owner and group up in `/etc/passwd` and
+    /// `/etc/group`: a tenth of opening a store; perf.)
+    var fileSize: Int64? {
+        var info = stat()
+        return withCString({ stat($0, &info) }) == 0 ? Int64(info.st_size) : nil
+    }
+
     /// The path as a string when its bytes are valid UTF-8, else `nil`.
     public var string: String? { String(validating: bytes, as: UTF8.self) }
 
