@@ -40,12 +40,23 @@ extension ManagedObjectContext {
     func toManyKeys(_ object: ManagedObject, _ index: Int) throws -> Set<Int64> {
         try loadToMany(object, index)
         var keys = object.toMany[index].value(committed: object.toMany[index].committed ?? [])
+        applyLocalMembership(to: &keys, owner: object.objectID.primaryKey, info: object.info, index: index)
+        return keys
+    }
+
+    /// What this context's own changes say about the members of to-many `index` of the object
+    /// of `info` keyed `owner`, whatever the level above lists. Applied to every read of the
+    /// relationship through this context, whether the owner is registered here or not (a child
+    /// reading an owner its parent never registered goes through the parent: the parent's
+    /// deletions must still count, or an object deleted here and re-pointed at that owner by a
+    /// batch request stays a member until the save reaches the store;
+    /// `StaleMemberTests`, model-test seed 17338306850906677774).
+    func applyLocalMembership(to keys: inout Set<Int64>, owner: Int64, info: EntityInfo, index: Int) {
+        let destination = info.toManys[index].destination
         // Members follow their to-one: an object changed here whose inverse to-one now names
         // another owner is no member, whatever the level above lists (its membership there can
         // move under a local change, when a merge re-points the row: soak seed 11818200442803700413).
-        if case .toOne(let inverse)? = object.info.toManyInverseSlots[index], !updated.isEmpty {
-            let destination = object.info.toManys[index].destination
-            let owner = object.objectID.primaryKey
+        if case .toOne(let inverse)? = info.toManyInverseSlots[index], !updated.isEmpty {
             for changed in updated.values where changed.entityName == destination {
                 guard let read = changed.committed, read.toOnes[inverse] != changed.current.toOnes[inverse] else { continue }
                 let key = changed.objectID.primaryKey
@@ -56,10 +67,8 @@ extension ManagedObjectContext {
         // (a batch request can re-point its row at another owner after the delete: soak seed
         // 12872367117340897650, a cascade from that owner then met the deleted object).
         if !deleted.isEmpty {
-            let destination = object.info.toManys[index].destination
             for gone in deleted.values where gone.entityName == destination { keys.remove(gone.objectID.primaryKey) }
         }
-        return keys
     }
 
     func toManyObjects(_ object: ManagedObject, _ index: Int) throws -> Set<ManagedObject> {

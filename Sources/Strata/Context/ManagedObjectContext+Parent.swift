@@ -71,7 +71,9 @@ extension ManagedObjectContext {
 
     func visibleToManyKeys(_ id: ObjectID, _ info: EntityInfo, _ index: Int) throws -> Set<Int64> {
         if let object = registered[id] { return try toManyKeys(object, index) }
-        return try parentToManyKeys(id, info, index)
+        var keys = try parentToManyKeys(id, info, index)
+        applyLocalMembership(to: &keys, owner: id.primaryKey, info: info, index: index)
+        return keys
     }
 
     // MARK: Pending changes along the chain

@@ -297,6 +297,7 @@ extension ManagedObjectContext {
             object.state = .invalid
             registered[object.objectID] = nil
         }
+        forgetDeletedMembers(deleted.values)
         inserted = [:]
         updated = [:]
         deleted = [:]
@@ -381,9 +382,27 @@ extension ManagedObjectContext {
             object.state = .invalid
             registered[object.objectID] = nil
         }
+        forgetDeletedMembers(deleted.values)
         inserted = [:]
         updated = [:]
         deleted = [:]
+    }
+
+    /// After a save: the objects it deleted leave every loaded to-many of this context. While
+    /// the deletion was pending, reads left them out (``applyLocalMembership(to:owner:info:index:)``);
+    /// once saved, it is the parent's, and a member list loaded here while it was pending could
+    /// still name the object (when a batch request re-pointed its row at an owner its inverse
+    /// was never removed from: `StaleMemberTests`).
+    func forgetDeletedMembers(_ gone: Dictionary<ObjectID, ManagedObject>.Values) {
+        guard !gone.isEmpty else { return }
+        var keysByEntity: [String: Set<Int64>] = [:]
+        for object in gone { keysByEntity[object.info.name, default: []].insert(object.objectID.primaryKey) }
+        for object in registered.values where !object.toMany.isEmpty {
+            for index in object.toMany.indices where object.toMany[index].committed != nil {
+                guard let keys = keysByEntity[object.info.toManys[index].destination] else { continue }
+                object.toMany[index].committed!.subtract(keys)
+            }
+        }
     }
 
     // MARK: Validation
