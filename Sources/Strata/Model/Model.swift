@@ -103,7 +103,18 @@ extension Model: Codable {
 
     /// Decodes a model from ``jsonData()``'s form (entities get the plain ``ManagedObject`` class).
     public init(json: Data) throws {
+        // The strict reader first (no `Codable`); anything it does not expect is JSONDecoder's,
+        // which also gives every error (``ModelJSONReader``).
+        if let (version, entities) = ModelJSONReader.read(json) {
+            self = try Model(version: version, entities: entities)
+            return
+        }
         self = try JSONDecoder().decode(Model.self, from: json)
+    }
+
+    /// ``init(json:)`` through `JSONDecoder` only (tests compare the two).
+    static func decodedByJSONDecoder(_ json: Data) throws -> Model {
+        try JSONDecoder().decode(Model.self, from: json)
     }
 }
 

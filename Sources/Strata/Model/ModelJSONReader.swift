@@ -1,0 +1,334 @@
+internal import Foundation
+
+/// Reads ``Model/jsonData()``'s form without `Codable`: a strict JSON parser over the bytes and
+/// the model's fields read by name, as the `Codable` conformances read them.
+///
+/// Opening a store with another model decodes the stored model (a lightweight migration,
+/// `strata store info`). Through `JSONDecoder` that was a third of a migration's CPU (0.3 ms
+/// for the flights model; `perf`): `Codable`'s generic containers look type metadata up for every
+/// field. This reader gives up (returns `nil`) on anything it does not expect — a JSON
+/// feature outside the grammar, a duplicate key, a missing field, a value of another type, a
+/// number that is not an exact integer where one is needed — and the caller then decodes with
+/// `JSONDecoder`, so a model it returns is the one `JSONDecoder` would return, and every error
+/// is `JSONDecoder`'s. `ModelJSONReaderTests` checks both on every test model and on mutated
+/// JSON.
+struct ModelJSONReader {
+    /// A parsed JSON value. Numbers keep their text (each field converts it as `JSONDecoder` would).
+    indirect enum Value {
+        case object([String: Value])
+        case array([Value])
+        case string(String)
+        case number(Substring.UTF8View)
+        case bool(Bool)
+        case null
+    }
+
+    /// The version identifier and entities of a model's JSON, or `nil` (decode with `JSONDecoder`).
+    static func read(_ data: Data) -> (version: String, entities: [Entity])? {
+        let bytes = [UInt8](data)
+        var parser = Parser(bytes: bytes)
+        guard let root = parser.parseDocument(), case .object(let fields) = root else { return nil }
+        guard let format = integer(fields["format"]), format == Model.jsonFormat,
+              case .string(let version)? = fields["versionIdentifier"],
+              case .array(let list)? = fields["entities"] else { return nil }
+        var entities: [Entity] = []
+        entities.reserveCapacity(list.count)
+        for value in list {
+            guard let entity = entity(value) else { return nil }
+            entities.append(entity)
+        }
+        return (version, entities)
+    }
+
+    // MARK: Fields
+
+    private static func entity(_ value: Value) -> Entity? {
+        guard case .object(let fields) = value, case .string(let name)? = fields["name"],
+              case .array(let attributeList)? = fields["attributes"],
+              case .array(let relationshipList)? = fields["relationships"],
+              case .array(let indexList)? = fields["compoundIndexes"],
+              let renaming = optionalString(fields["renamingIdentifier"]) else { return nil }
+        var attributes: [Attribute] = []
+        for value in attributeList {
+            guard let attribute = attribute(value) else { return nil }
+            attributes.append(attribute)
+        }
+        var relationships: [Relationship] = []
+        for value in relationshipList {
+            guard let relationship = relationship(value) else { return nil }
+            relationships.append(relationship)
+        }
+        var indexes: [[String]] = []
+        for value in indexList {
+            guard case .array(let names) = value else { return nil }
+            var index: [String] = []
+            for name in names {
+                guard case .string(let text) = name else { return nil }
+                index.append(text)
+            }
+            indexes.append(index)
+        }
+        return Entity(name, attributes: attributes, relationships: relationships, compoundIndexes: indexes,
+                      renamingIdentifier: renaming.value)
+    }
+
+    private static func attribute(_ value: Value) -> Attribute? {
+        guard case .object(let fields) = value, case .string(let name)? = fields["name"],
+              case .string(let typeName)? = fields["type"], let type = AttributeType(rawValue: typeName),
+              case .bool(let isOptional)? = fields["isOptional"], case .bool(let isIndexed)? = fields["isIndexed"],
+              let minValue = optionalDouble(fields["minValue"]), let maxValue = optionalDouble(fields["maxValue"]),
+              let minLength = optionalInteger(fields["minLength"]), let maxLength = optionalInteger(fields["maxLength"]),
+              let regex = optionalString(fields["regex"]), let renaming = optionalString(fields["renamingIdentifier"]),
+              let defaultValue = optionalAttributeValue(fields["defaultValue"]) else { return nil }
+        var attribute = Attribute(name, type, isOptional: isOptional)
+        attribute.defaultValue = defaultValue.value
+        attribute.minValue = minValue.value
+        attribute.maxValue = maxValue.value
+        attribute.minLength = minLength.value
+        attribute.maxLength = maxLength.value
+        attribute.regex = regex.value
+        attribute.isIndexed = isIndexed
+        attribute.renamingIdentifier = renaming.value
+        return attribute
+    }
+
+    private static func relationship(_ value: Value) -> Relationship? {
+        guard case .object(let fields) = value, case .string(let name)? = fields["name"],
+              case .string(let kindName)? = fields["kind"], let kind = Relationship.Kind(rawValue: kindName),
+              case .string(let destination)? = fields["destination"],
+              case .string(let ruleName)? = fields["deleteRule"], let rule = Relationship.DeleteRule(rawValue: ruleName),
+              case .bool(let isOptional)? = fields["isOptional"],
+              let inverse = optionalString(fields["inverse"]),
+              let renaming = optionalString(fields["renamingIdentifier"]) else { return nil }
+        return Relationship(name, kind, to: destination, inverse: inverse.value, deleteRule: rule,
+                            isOptional: isOptional, renamingIdentifier: renaming.value)
+    }
+
+    /// An optional field: `.some(nil)` when absent or `null` (as `decodeIfPresent`), `nil` when
+    /// present with another type (give up).
+    private struct Present<T> { var value: T? }
+
+    private static func optionalString(_ value: Value?) -> Present<String>? {
+        switch value {
+        case nil, .null?: Present(value: nil)
+        case .string(let text)?: Present(value: text)
+        default: nil
+        }
+    }
+
+    private static func optionalInteger(_ value: Value?) -> Present<Int>? {
+        switch value {
+        case nil, .null?: return Present(value: nil)
+        default: return integer(value).map { Present(value: $0) }
+        }
+    }
+
+    private static func optionalDouble(_ value: Value?) -> Present<Double>? {
+        switch value {
+        case nil, .null?: return Present(value: nil)
+        case .number(let text)?:
+            // Finite values only: anything else is JSONDecoder's to judge.
+            guard let number = Double(String(decoding: text, as: UTF8.self)), number.isFinite else { return nil }
+            return Present(value: number)
+        default: return nil
+        }
+    }
+
+    private static func optionalAttributeValue(_ value: Value?) -> Present<AttributeValue>? {
+        switch value {
+        case nil, .null?: return Present(value: nil)
+        case .object(let fields)?:
+            guard case .string(let typeName)? = fields["type"], let type = AttributeType(rawValue: typeName),
+                  case .string(let text)? = fields["value"] else { return nil }
+            // As AttributeValue's `init(from:)` reads it; a bad value gives up (JSONDecoder throws).
+            let decoded: AttributeValue? = switch type {
+            case .int16: Int16(text).map(AttributeValue.int16)
+            case .int32: Int32(text).map(AttributeValue.int32)
+            case .int64: Int64(text).map(AttributeValue.int64)
+            case .double: UInt64(text, radix: 16).map { .double(Double(bitPattern: $0)) }
+            case .float: UInt32(text, radix: 16).map { .float(Float(bitPattern: $0)) }
+            case .bool: Bool(text).map(AttributeValue.bool)
+            case .string: .string(text)
+            case .date: UInt64(text, radix: 16).map { .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: $0))) }
+            case .binary: Data(base64Encoded: text).map(AttributeValue.binary)
+            case .uuid: UUID(uuidString: text).map(AttributeValue.uuid)
+            case .url: URL(string: text).map(AttributeValue.url)
+            case .decimal: Decimal(string: text, locale: posixLocale).map(AttributeValue.decimal)
+            }
+            return decoded.map { Present(value: $0) }
+        default: return nil
+        }
+    }
+
+    /// A JSON integer literal (no fraction, no exponent) that fits an `Int`.
+    private static func integer(_ value: Value?) -> Int? {
+        guard case .number(let text)? = value else { return nil }
+        guard !text.contains(UInt8(ascii: ".")), !text.contains(UInt8(ascii: "e")), !text.contains(UInt8(ascii: "E")) else { return nil }
+        return Int(String(decoding: text, as: UTF8.self))
+    }
+
+    // MARK: Parsing (RFC 8259, strictly)
+
+    struct Parser {
+        let bytes: [UInt8]
+        var position = 0
+        /// Nesting limit: the model's JSON is 5 levels deep; deeper input is JSONDecoder's.
+        var depth = 0
+
+        init(bytes: [UInt8]) { self.bytes = bytes }
+
+        mutating func parseDocument() -> Value? {
+            skipWhitespace()
+            guard let value = parseValue() else { return nil }
+            skipWhitespace()
+            return position == bytes.count ? value : nil
+        }
+
+        private mutating func skipWhitespace() {
+            while position < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[position]) { position += 1 }
+        }
+
+        private mutating func parseValue() -> Value? {
+            guard position < bytes.count else { return nil }
+            switch bytes[position] {
+            case UInt8(ascii: "{"): return parseObject()
+            case UInt8(ascii: "["): return parseArray()
+            case UInt8(ascii: "\""): return parseString().map(Value.string)
+            case UInt8(ascii: "t"): return literal("true", .bool(true))
+            case UInt8(ascii: "f"): return literal("false", .bool(false))
+            case UInt8(ascii: "n"): return literal("null", .null)
+            default: return parseNumber()
+            }
+        }
+
+        private mutating func literal(_ word: StaticString, _ value: Value) -> Value? {
+            let count = word.utf8CodeUnitCount
+            guard position + count <= bytes.count else { return nil }
+            let matches = word.withUTF8Buffer { expected in bytes[position..<(position + count)].elementsEqual(expected) }
+            guard matches else { return nil }
+            position += count
+            return value
+        }
+
+        private mutating func parseObject() -> Value? {
+            depth += 1
+            defer { depth -= 1 }
+            guard depth <= 32 else { return nil }
+            position += 1
+            var fields: [String: Value] = [:]
+            skipWhitespace()
+            if position < bytes.count, bytes[position] == UInt8(ascii: "}") { position += 1; return .object(fields) }
+            while true {
+                skipWhitespace()
+                guard position < bytes.count, bytes[position] == UInt8(ascii: "\""), let key = parseString() else { return nil }
+                skipWhitespace()
+                guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { return nil }
+                position += 1
+                skipWhitespace()
+                guard let value = parseValue() else { return nil }
+                // A repeated key: which one counts is JSONDecoder's to say.
+                guard fields.updateValue(value, forKey: key) == nil else { return nil }
+                skipWhitespace()
+                guard position < bytes.count else { return nil }
+                if bytes[position] == UInt8(ascii: ",") { position += 1; continue }
+                guard bytes[position] == UInt8(ascii: "}") else { return nil }
+                position += 1
+                return .object(fields)
+            }
+        }
+
+        private mutating func parseArray() -> Value? {
+            depth += 1
+            defer { depth -= 1 }
+            guard depth <= 32 else { return nil }
+            position += 1
+            var values: [Value] = []
+            skipWhitespace()
+            if position < bytes.count, bytes[position] == UInt8(ascii: "]") { position += 1; return .array(values) }
+            while true {
+                skipWhitespace()
+                guard let value = parseValue() else { return nil }
+                values.append(value)
+                skipWhitespace()
+                guard position < bytes.count else { return nil }
+                if bytes[position] == UInt8(ascii: ",") { position += 1; continue }
+                guard bytes[position] == UInt8(ascii: "]") else { return nil }
+                position += 1
+                return .array(values)
+            }
+        }
+
+        /// A string at `position` (on its opening quote). Escapes other than the plain ones and
+        /// `\uXXXX` of a non-surrogate give up; so does a control character or invalid UTF-8.
+        private mutating func parseString() -> String? {
+            position += 1
+            let start = position
+            var escaped: [UInt8]? = nil
+            while position < bytes.count {
+                let byte = bytes[position]
+                switch byte {
+                case UInt8(ascii: "\""):
+                    let text: String?
+                    if let escaped {
+                        text = String(validating: escaped, as: UTF8.self)
+                    } else {
+                        text = String(validating: bytes[start..<position], as: UTF8.self)
+                    }
+                    position += 1
+                    return text
+                case UInt8(ascii: "\\"):
+                    if escaped == nil { escaped = Array(bytes[start..<position]) }
+                    position += 1
+                    guard position < bytes.count else { return nil }
+                    switch bytes[position] {
+                    case UInt8(ascii: "\""): escaped!.append(UInt8(ascii: "\""))
+                    case UInt8(ascii: "\\"): escaped!.append(UInt8(ascii: "\\"))
+                    case UInt8(ascii: "/"): escaped!.append(UInt8(ascii: "/"))
+                    case UInt8(ascii: "b"): escaped!.append(0x08)
+                    case UInt8(ascii: "f"): escaped!.append(0x0C)
+                    case UInt8(ascii: "n"): escaped!.append(0x0A)
+                    case UInt8(ascii: "r"): escaped!.append(0x0D)
+                    case UInt8(ascii: "t"): escaped!.append(0x09)
+                    case UInt8(ascii: "u"):
+                        guard position + 4 < bytes.count,
+                              let code = UInt32(String(decoding: bytes[(position + 1)...(position + 4)], as: UTF8.self), radix: 16),
+                              let scalar = Unicode.Scalar(code) else { return nil }   // surrogates give up
+                        escaped!.append(contentsOf: Array(String(Character(scalar)).utf8))
+                        position += 4
+                    default: return nil
+                    }
+                    position += 1
+                default:
+                    guard byte >= 0x20 else { return nil }
+                    escaped?.append(byte)
+                    position += 1
+                }
+            }
+            return nil
+        }
+
+        /// A number's text, checked against JSON's grammar (`-? int frac? exp?`, no leading zero).
+        private mutating func parseNumber() -> Value? {
+            let start = position
+            func digits() -> Int {
+                let from = position
+                while position < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]) { position += 1 }
+                return position - from
+            }
+            if position < bytes.count, bytes[position] == UInt8(ascii: "-") { position += 1 }
+            let intStart = position
+            let intDigits = digits()
+            guard intDigits > 0, intDigits == 1 || bytes[intStart] != UInt8(ascii: "0") else { return nil }
+            if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
+                position += 1
+                guard digits() > 0 else { return nil }
+            }
+            if position < bytes.count, bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E") {
+                position += 1
+                if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") { position += 1 }
+                guard digits() > 0 else { return nil }
+            }
+            return .number(Substring(decoding: bytes[start..<position], as: UTF8.self).utf8)
+        }
+    }
+}
