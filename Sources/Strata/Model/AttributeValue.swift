@@ -238,21 +238,28 @@ extension AttributeValue: Codable {
         func bad() -> DecodingError {
             .dataCorruptedError(forKey: .value, in: container, debugDescription: "'\(text)' is not a valid \(type) value")
         }
+        guard let value = AttributeValue(jsonText: text, as: type) else { throw bad() }
+        self = value
+    }
+
+    /// A value from its JSON text as ``encode(to:)`` writes it (`nil` when the text is not a
+    /// valid value of `type`); shared with ``ModelJSONReader``.
+    init?(jsonText text: String, as type: AttributeType) {
         switch type {
-        case .int16: guard let v = Int16(text) else { throw bad() }; self = .int16(v)
-        case .int32: guard let v = Int32(text) else { throw bad() }; self = .int32(v)
-        case .int64: guard let v = Int64(text) else { throw bad() }; self = .int64(v)
-        case .double: guard let v = UInt64(text, radix: 16) else { throw bad() }; self = .double(Double(bitPattern: v))
-        case .float: guard let v = UInt32(text, radix: 16) else { throw bad() }; self = .float(Float(bitPattern: v))
-        case .bool: guard let v = Bool(text) else { throw bad() }; self = .bool(v)
+        case .int16: guard let v = Int16(text) else { return nil }; self = .int16(v)
+        case .int32: guard let v = Int32(text) else { return nil }; self = .int32(v)
+        case .int64: guard let v = Int64(text) else { return nil }; self = .int64(v)
+        case .double: guard let v = UInt64(text, radix: 16) else { return nil }; self = .double(Double(bitPattern: v))
+        case .float: guard let v = UInt32(text, radix: 16) else { return nil }; self = .float(Float(bitPattern: v))
+        case .bool: guard let v = Bool(text) else { return nil }; self = .bool(v)
         case .string: self = .string(text)
         case .date:
-            guard let v = UInt64(text, radix: 16) else { throw bad() }
+            guard let v = UInt64(text, radix: 16) else { return nil }
             self = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: v)))
-        case .binary: guard let v = Data(base64Encoded: text) else { throw bad() }; self = .binary(v)
-        case .uuid: guard let v = UUID(uuidString: text) else { throw bad() }; self = .uuid(v)
-        case .url: guard let v = URL(string: text) else { throw bad() }; self = .url(v)
-        case .decimal: guard let v = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { throw bad() }; self = .decimal(v)
+        case .binary: guard let v = Data(base64Encoded: text) else { return nil }; self = .binary(v)
+        case .uuid: guard let v = UUID(uuidString: text) else { return nil }; self = .uuid(v)
+        case .url: guard let v = URL(string: text) else { return nil }; self = .url(v)
+        case .decimal: guard let v = Decimal(string: text, locale: posixLocale) else { return nil }; self = .decimal(v)
         }
     }
 

@@ -141,20 +141,7 @@ struct ModelJSONReader {
             guard case .string(let typeName)? = fields["type"], let type = AttributeType(rawValue: typeName),
                   case .string(let text)? = fields["value"] else { return nil }
             // As AttributeValue's `init(from:)` reads it; a bad value gives up (JSONDecoder throws).
-            let decoded: AttributeValue? = switch type {
-            case .int16: Int16(text).map(AttributeValue.int16)
-            case .int32: Int32(text).map(AttributeValue.int32)
-            case .int64: Int64(text).map(AttributeValue.int64)
-            case .double: UInt64(text, radix: 16).map { .double(Double(bitPattern: $0)) }
-            case .float: UInt32(text, radix: 16).map { .float(Float(bitPattern: $0)) }
-            case .bool: Bool(text).map(AttributeValue.bool)
-            case .string: .string(text)
-            case .date: UInt64(text, radix: 16).map { .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: $0))) }
-            case .binary: Data(base64Encoded: text).map(AttributeValue.binary)
-            case .uuid: UUID(uuidString: text).map(AttributeValue.uuid)
-            case .url: URL(string: text).map(AttributeValue.url)
-            case .decimal: Decimal(string: text, locale: posixLocale).map(AttributeValue.decimal)
-            }
+            let decoded = AttributeValue(jsonText: text, as: type)
             return decoded.map { Present(value: $0) }
         default: return nil
         }
