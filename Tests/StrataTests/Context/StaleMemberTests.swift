@@ -87,4 +87,39 @@ import StrataTestSupport
             _ = try update.saveToStore()
         }
     }
+
+    /// The same deletion and re-pointing, read through predicates instead of the relationship:
+    /// a to-many `ANY` and a to-one key path, on main and on a fresh child, before and after
+    /// main saves to the writer.
+    @Test(arguments: 0..<4)
+    func aPredicateThroughTheToManyDoesNotSeeTheDeletedObject(variant: Int) throws {
+        let container = try PersistentContainer(inMemoryWith: Self.model)
+        let main = container.mainContext
+        let seed = container.newUpdateContext()
+        let (a, b, x) = try seed.performAndWait {
+            let a = try seed.insert("Shelf"); try a.setValue("A", forKey: "name")
+            let b = try seed.insert("Shelf"); try b.setValue("B", forKey: "name")
+            let x = try seed.insert("Item"); try x.setValue("X", forKey: "name"); try x.setValue(a, forKey: "shelf")
+            let y = try seed.insert("Item"); try y.setValue("Y", forKey: "name"); try y.setValue(a, forKey: "shelf")
+            try seed.saveToStore()
+            return (a.objectID, b.objectID, x.objectID)
+        }
+        _ = (a, b)
+        container.waitForPendingMerges()
+        try main.performAndWait { try main.delete(try main.existingObject(with: x)) }
+        try container.coordinator.execute(BatchUpdateRequest(
+            FetchRequest<ManagedObject>(entityName: "Item", predicate: try Condition("name == %@", "X")),
+            propertiesToUpdate: ["shelf": b]))
+        container.waitForPendingMerges()
+        if variant & 1 != 0 { try main.performAndWait { _ = try main.save() } }
+        let context = variant & 2 != 0 ? container.newUpdateContext() : main
+        let shelves = try context.performAndWait {
+            try context.fetch(FetchRequest<ManagedObject>(entityName: "Shelf", predicate: try Condition("ANY items.name == %@", "X"))).map(\.objectID)
+        }
+        #expect(shelves.isEmpty, "variant \(variant): \(shelves)")
+        let counts = try context.performAndWait {
+            try context.count(for: FetchRequest<ManagedObject>(entityName: "Item", predicate: try Condition("shelf.name == %@", "B")))
+        }
+        #expect(counts == 0, "variant \(variant): items in B \(counts)")
+    }
 }
