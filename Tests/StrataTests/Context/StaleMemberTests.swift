@@ -28,6 +28,19 @@ import StrataTestSupport
         }
     }
 
+    /// Shelves A and B, items X and Y in A, saved to the store.
+    static func seed(_ container: PersistentContainer) throws -> (a: ObjectID, b: ObjectID, x: ObjectID) {
+        let seed = container.newUpdateContext()
+        return try seed.performAndWait {
+            let a = try seed.insert("Shelf"); try a.setValue("A", forKey: "name")
+            let b = try seed.insert("Shelf"); try b.setValue("B", forKey: "name")
+            let x = try seed.insert("Item"); try x.setValue("X", forKey: "name"); try x.setValue(a, forKey: "shelf")
+            let y = try seed.insert("Item"); try y.setValue("Y", forKey: "name"); try y.setValue(a, forKey: "shelf")
+            try seed.saveToStore()
+            return (a.objectID, b.objectID, x.objectID)
+        }
+    }
+
     @Test(arguments: 0..<32)
     func anObjectDeletedAndRepointedIsNoMemberAnywhere(variant: Int) throws {
         let loadOnMainFirst = variant & 1 != 0
@@ -37,15 +50,7 @@ import StrataTestSupport
         let deleteOnUpdate = variant & 16 != 0
         let container = try PersistentContainer(inMemoryWith: Self.model)
         let main = container.mainContext
-        let seed = container.newUpdateContext()
-        let (a, b, x) = try seed.performAndWait {
-            let a = try seed.insert("Shelf"); try a.setValue("A", forKey: "name")
-            let b = try seed.insert("Shelf"); try b.setValue("B", forKey: "name")
-            let x = try seed.insert("Item"); try x.setValue("X", forKey: "name"); try x.setValue(a, forKey: "shelf")
-            let y = try seed.insert("Item"); try y.setValue("Y", forKey: "name"); try y.setValue(a, forKey: "shelf")
-            try seed.saveToStore()
-            return (a.objectID, b.objectID, x.objectID)
-        }
+        let (a, b, x) = try Self.seed(container)
         container.waitForPendingMerges()
         let update = container.newUpdateContext()
         if loadOnMainFirst { _ = try Self.names(main, a) }
@@ -95,15 +100,7 @@ import StrataTestSupport
     func aPredicateThroughTheToManyDoesNotSeeTheDeletedObject(variant: Int) throws {
         let container = try PersistentContainer(inMemoryWith: Self.model)
         let main = container.mainContext
-        let seed = container.newUpdateContext()
-        let (a, b, x) = try seed.performAndWait {
-            let a = try seed.insert("Shelf"); try a.setValue("A", forKey: "name")
-            let b = try seed.insert("Shelf"); try b.setValue("B", forKey: "name")
-            let x = try seed.insert("Item"); try x.setValue("X", forKey: "name"); try x.setValue(a, forKey: "shelf")
-            let y = try seed.insert("Item"); try y.setValue("Y", forKey: "name"); try y.setValue(a, forKey: "shelf")
-            try seed.saveToStore()
-            return (a.objectID, b.objectID, x.objectID)
-        }
+        let (a, b, x) = try Self.seed(container)
         _ = (a, b)
         container.waitForPendingMerges()
         try main.performAndWait { try main.delete(try main.existingObject(with: x)) }
