@@ -107,9 +107,19 @@ enum Profile {
             let source = raw ? rawPath : strataURL.path
             let copy = folder.appendingPathComponent(raw ? "mutated.raw" : "mutated.sqlite").path
             removeStore(copy)
+            // Other processes may have the source open (Benchmarks/perf-gate runs two modes at
+            // once). The last of them to close checkpoints the WAL into the database file and
+            // deletes it; a copy taken meanwhile would hold the file without the WAL's pages
+            // (CI once copied a store with no flights this way). A read transaction held here
+            // for the copy keeps this process a reader, so nobody else is the last to close.
+            let holder = try RawDB(path: source)
+            try holder.execute("BEGIN")
+            let flightRows = try holder.count("Flight")
             for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: source + suffix) {
                 try FileManager.default.copyItem(atPath: source + suffix, toPath: copy + suffix)
             }
+            try holder.execute("COMMIT")
+            try expect(flightRows == flights.count, "the store to copy, \(source), holds \(flightRows) flights, expected \(flights.count)")
             return copy
         }
 
