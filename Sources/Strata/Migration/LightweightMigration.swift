@@ -369,7 +369,9 @@ enum SQLLiteral {
         case .null: "NULL"
         case .integer(let v): String(v)
         case .real(let v): v.isFinite ? "\(v)" : (v > 0 ? "9e999" : (v < 0 ? "-9e999" : "NULL"))
-        case .text(let v): "'" + v.replacingOccurrences(of: "'", with: "''") + "'"
+        case .text(let v):
+            // Most defaults hold no quote: no search through `NSString` then (perf).
+            v.utf8.contains(UInt8(ascii: "'")) ? "'" + v.replacingOccurrences(of: "'", with: "''") + "'" : "'" + v + "'"
         case .blob(let v): "x'" + v.map { String(format: "%02x", $0) }.joined() + "'"
         }
     }

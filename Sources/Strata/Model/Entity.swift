@@ -74,16 +74,22 @@ public struct Entity: Sendable, Hashable, Codable {
     /// with properties sorted by name so declaration order never matters. Defaults, validation
     /// rules and renaming identifiers do not change storage and are left out (as in Core Data).
     var canonicalSchemaText: String {
-        var parts = ["entity \(name)"]
+        // Appended to one string (no interpolation, no parts joined): a migration hashes the
+        // stored model on every opening that migrates.
+        func flag(_ value: Bool) -> String { value ? "true" : "false" }
+        var text = "entity " + name
+        text.reserveCapacity(64 * (attributes.count + relationships.count + 1))
         for a in attributes.sorted(by: { $0.name < $1.name }) {
-            parts.append("attribute \(a.name) \(a.type.rawValue) optional=\(a.isOptional) indexed=\(a.isIndexed)")
+            text += "\nattribute "; text += a.name; text += " "; text += a.type.rawValue
+            text += " optional="; text += flag(a.isOptional); text += " indexed="; text += flag(a.isIndexed)
         }
         for r in relationships.sorted(by: { $0.name < $1.name }) {
-            parts.append("relationship \(r.name) \(r.kind.rawValue) \(r.destination) inverse=\(r.inverse ?? "-") optional=\(r.isOptional)")
+            text += "\nrelationship "; text += r.name; text += " "; text += r.kind.rawValue; text += " "; text += r.destination
+            text += " inverse="; text += r.inverse ?? "-"; text += " optional="; text += flag(r.isOptional)
         }
         for index in compoundIndexes.map({ $0.joined(separator: ",") }).sorted() {
-            parts.append("index \(index)")
+            text += "\nindex "; text += index
         }
-        return parts.joined(separator: "\n")
+        return text
     }
 }

@@ -143,7 +143,28 @@ final class EntityInfo: Sendable {
     let requiredAttributes: [Int]
     let requiredToOnes: [Int]
     let requiredToManys: [Int]
-    let creationSQL: [String]
+    /// The statements that create this entity's table and indexes. Built when asked (a new
+    /// store, a migration): every model decoded from a store builds its schema, and these
+    /// strings were a fifth of that.
+    var creationSQL: [String] {
+        let pk = quoted(primaryKeyColumn), version = quoted(versionColumn)
+        var create: [String] = []
+        let definitions = ["\(pk) INTEGER PRIMARY KEY"]
+            + attributes.map { a in ([quoted(a.name), a.type.columnDeclaration].filter { !$0.isEmpty }).joined(separator: " ") }
+            + toOnes.map { "\(quoted($0.name)) INTEGER" }
+            + ["\(version) INTEGER NOT NULL DEFAULT 1"]
+        create.append("CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
+        for a in attributes where a.isIndexed {
+            create.append("CREATE INDEX \(quoted("\(name)_\(a.name)")) ON \(table) (\(quoted(a.name)))")
+        }
+        for r in toOnes {
+            create.append("CREATE INDEX \(quoted("\(name)_\(r.name)")) ON \(table) (\(quoted(r.name)))")
+        }
+        for keys in entity.compoundIndexes {
+            create.append("CREATE INDEX \(quoted("\(name)_" + keys.joined(separator: "_"))) ON \(table) (\(keys.map(quoted).joined(separator: ", ")))")
+        }
+        return create
+    }
 
     init(entity: Entity, ordinal: Int, entities: [Entity], joins: [String: JoinTable]) {
         name = entity.name
@@ -198,23 +219,6 @@ final class EntityInfo: Sendable {
         deleteSQL = "DELETE FROM \(table) WHERE \(pk) = ? AND \(version) = ?"
         forceDeleteSQL = "DELETE FROM \(table) WHERE \(pk) = ?"
         selectSQL = "SELECT \(([pk] + quotedColumns + [version]).joined(separator: ", ")) FROM \(table)"
-
-        var create: [String] = []
-        let definitions = ["\(pk) INTEGER PRIMARY KEY"]
-            + attributes.map { a in ([quoted(a.name), a.type.columnDeclaration].filter { !$0.isEmpty }).joined(separator: " ") }
-            + toOnes.map { "\(quoted($0.name)) INTEGER" }
-            + ["\(version) INTEGER NOT NULL DEFAULT 1"]
-        create.append("CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
-        for a in attributes where a.isIndexed {
-            create.append("CREATE INDEX \(quoted("\(entity.name)_\(a.name)")) ON \(table) (\(quoted(a.name)))")
-        }
-        for r in toOnes {
-            create.append("CREATE INDEX \(quoted("\(entity.name)_\(r.name)")) ON \(table) (\(quoted(r.name)))")
-        }
-        for keys in entity.compoundIndexes {
-            create.append("CREATE INDEX \(quoted("\(entity.name)_" + keys.joined(separator: "_"))) ON \(table) (\(keys.map(quoted).joined(separator: ", ")))")
-        }
-        creationSQL = create
     }
 
 }

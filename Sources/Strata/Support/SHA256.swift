@@ -14,10 +14,17 @@ struct SHA256 {
 
     /// The digest of `bytes` as 64 lowercase hex characters.
     static func hex<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
-        digest(bytes).map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        let digest = digest(bytes)
+        // Written into one buffer: a String per byte then `joined()` was a third of hashing a
+        // model (perf, a store's migration decodes and hashes its stored model).
+        return String(unsafeUninitializedCapacity: digest.count * 2) { buffer in
+            for (i, byte) in digest.enumerated() {
+                buffer[2 * i] = digits[Int(byte >> 4)]
+                buffer[2 * i + 1] = digits[Int(byte & 0xf)]
+            }
+            return digest.count * 2
+        }
     }
 
     static func digest<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
@@ -50,7 +57,12 @@ struct SHA256 {
             }
             h[0] &+= a; h[1] &+= b; h[2] &+= c; h[3] &+= d; h[4] &+= e; h[5] &+= f; h[6] &+= g; h[7] &+= hh
         }
-        return h.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - $0 * 8)) } }
+        var result: [UInt8] = []
+        result.reserveCapacity(32)
+        for word in h {
+            for shift: UInt32 in [24, 16, 8, 0] { result.append(UInt8(truncatingIfNeeded: word >> shift)) }
+        }
+        return result
     }
 }
 

@@ -42,6 +42,23 @@ import Testing
         #expect(SHA256.hex([UInt8]()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
+    @Test func canonicalTextOfRelationshipsAndIndexesIsStable() throws {
+        // The text each entity's hash is taken over, written out: an entity with attributes,
+        // both kinds of relationship and compound indexes (a store records these hashes).
+        let model = try Model(version: "1", entities: [
+            Entity("Shelf", attributes: [Attribute("name", .string, isOptional: false, isIndexed: true), Attribute("at", .date)],
+                   relationships: [Relationship("items", .toMany, to: "Item", inverse: "shelf")],
+                   compoundIndexes: [["name", "at"], ["at"]]),
+            Entity("Item", attributes: [Attribute("n", .int32)],
+                   relationships: [Relationship("shelf", .toOne, to: "Shelf", inverse: "items", isOptional: false)]),
+        ])
+        let shelf = "entity Shelf\nattribute at date optional=true indexed=false\nattribute name string optional=false indexed=true"
+            + "\nrelationship items toMany Item inverse=shelf optional=true\nindex at\nindex name,at"
+        let item = "entity Item\nattribute n int32 optional=true indexed=false\nrelationship shelf toOne Shelf inverse=items optional=false"
+        #expect(model.entityVersionHashes["Shelf"] == SHA256.hex(Array(shelf.utf8)))
+        #expect(model.entityVersionHashes["Item"] == SHA256.hex(Array(item.utf8)))
+    }
+
     @Test func jsonRoundTripsExactly() throws {
         let defaults: [Attribute] = [
             Attribute("i16", .int16, defaultValue: .int16(.min)), Attribute("i32", .int32, defaultValue: .int32(.max)),
