@@ -41,6 +41,8 @@ enum Profile {
         ("raw-update", "raw C API: UPDATE Flight SET minute = 0, _version + 1 WHERE day <= 15 AND minute IS NOT 0 (on a copy)"),
         ("batch-delete", "Strata: BatchDeleteRequest of the flights where day > 15 (on a copy of the store)"),
         ("raw-delete", "raw C API: DELETE FROM Flight WHERE day > 15 (on a copy)"),
+        ("migrate", "Strata: StoreCoordinator(model: v2, migration: .lightweight()) on a copy of the store (opening included)"),
+        ("raw-migrate", "raw C API: open a copy of the store, ALTER TABLE ADD COLUMN in a transaction"),
         ("prepare", "builds the Strata and raw stores at STRATA_PROFILE_STORE (unmeasured) and exits"),
     ]
 
@@ -234,6 +236,19 @@ enum Profile {
                 let expected = mode == "raw-update" ? updateCount : deleteCount
                 try expect(count == expected, "\(mode) changed \(count) flights, expected \(expected)")
                 say(tag + "\(mode) \(count) \(seconds)")
+            case "migrate":
+                let url = URL(fileURLWithPath: try copyOfStore(raw: false))
+                let (coordinator, seconds) = try timed {
+                    measured ? try strataRegionMigrate(url) : try StrataSide.migrateToV2(url)
+                }
+                defer { coordinator.close() }
+                try expect(try coordinator.metadata().modelHash == StrataSide.modelV2.versionHash, "the store was not migrated")
+                say(tag + "migrate \(seconds)")
+            case "raw-migrate":
+                let path = try copyOfStore(raw: true)
+                let (db, seconds) = try timed { measured ? try rawRegionMigrate(path) : try RawDB.migrateToV2(path) }
+                withExtendedLifetime(db) {}
+                say(tag + "raw-migrate \(seconds)")
             default:
                 throw VersusError("STRATA_PROFILE mode '\(mode)' has no round")
             }
@@ -362,4 +377,32 @@ func strataRegionBatchDelete(_ coordinator: StoreCoordinator) throws -> Int {
 @inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_delete")
 func rawRegionDelete(_ db: RawDB) throws -> Int {
     try db.deleteLateDays()
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_migrate")
+func strataRegionMigrate(_ url: URL) throws -> StoreCoordinator {
+    try StrataSide.migrateToV2(url)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_migrate")
+func rawRegionMigrate(_ path: String) throws -> RawDB {
+    try RawDB.migrateToV2(path)
+}
+
+extension StrataSide {
+    /// The lightweight migration the benchmark measures: the v1 store opened with the v2 model.
+    static func migrateToV2(_ url: URL) throws -> StoreCoordinator {
+        var options = StoreOptions()
+        options.migration = .lightweight()
+        return try StoreCoordinator(model: StrataSide.modelV2, url: url, options: options)
+    }
+}
+
+extension RawDB {
+    /// The raw twin of `StrataSide.migrateToV2`: open, then add the column in a transaction.
+    static func migrateToV2(_ path: String) throws -> RawDB {
+        let db = try RawDB(path: path)
+        try db.addStatusColumn()
+        return db
+    }
 }

@@ -15,12 +15,30 @@ internal import Foundation
 struct ModelJSONReader {
     /// A parsed JSON value. Numbers keep their text (each field converts it as `JSONDecoder` would).
     indirect enum Value {
-        case object([String: Value])
+        case object(Fields)
         case array([Value])
         case string(String)
         case number(Substring.UTF8View)
         case bool(Bool)
         case null
+    }
+
+    /// An object's members in order. A model's objects have at most a dozen keys, so a linear
+    /// search beats hashing every key into a dictionary (the reader's largest cost).
+    struct Fields {
+        var members: [(key: String, value: Value)] = []
+
+        subscript(key: String) -> Value? {
+            for member in members where member.key == key { return member.value }
+            return nil
+        }
+
+        /// Adds a member; false when the key is already there.
+        mutating func add(_ key: String, _ value: Value) -> Bool {
+            for member in members where member.key == key { return false }
+            members.append((key, value))
+            return true
+        }
     }
 
     /// The version identifier and entities of a model's JSON, or `nil` (decode with `JSONDecoder`).
@@ -172,7 +190,12 @@ struct ModelJSONReader {
         }
 
         private mutating func skipWhitespace() {
-            while position < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[position]) { position += 1 }
+            while position < bytes.count {
+                switch bytes[position] {
+                case 0x20, 0x09, 0x0A, 0x0D: position += 1
+                default: return
+                }
+            }
         }
 
         private mutating func parseValue() -> Value? {
@@ -202,7 +225,7 @@ struct ModelJSONReader {
             defer { depth -= 1 }
             guard depth <= 32 else { return nil }
             position += 1
-            var fields: [String: Value] = [:]
+            var fields = Fields()
             skipWhitespace()
             if position < bytes.count, bytes[position] == UInt8(ascii: "}") { position += 1; return .object(fields) }
             while true {
@@ -214,7 +237,7 @@ struct ModelJSONReader {
                 skipWhitespace()
                 guard let value = parseValue() else { return nil }
                 // A repeated key: which one counts is JSONDecoder's to say.
-                guard fields.updateValue(value, forKey: key) == nil else { return nil }
+                guard fields.add(key, value) else { return nil }
                 skipWhitespace()
                 guard position < bytes.count else { return nil }
                 if bytes[position] == UInt8(ascii: ",") { position += 1; continue }
