@@ -237,7 +237,9 @@ struct ModelJSONReader {
                 skipWhitespace()
                 guard let value = parseValue() else { return nil }
                 // A repeated key: which one counts is JSONDecoder's to say.
-                guard fields.add(key, value) else { return nil }
+                // The lookup is linear: an object far larger than any of a model's (a dozen
+                // keys) is JSONDecoder's, so no input makes the reader quadratic.
+                guard fields.members.count < 64, fields.add(key, value) else { return nil }
                 skipWhitespace()
                 guard position < bytes.count else { return nil }
                 if bytes[position] == UInt8(ascii: ",") { position += 1; continue }

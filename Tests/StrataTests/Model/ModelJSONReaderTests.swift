@@ -95,6 +95,21 @@ import StrataTestSupport
     }
     /// Edits a random mutation rarely makes: a repeated key with another value, numbers in
     /// forms JSON or `Int` refuse, escapes, `null` for a required field, an unknown key.
+    @Test func anObjectWithManyKeysIsLeftToJSONDecoder() throws {
+        // The reader looks keys up linearly, so it gives an object of 64 keys or more to
+        // JSONDecoder (no input makes it quadratic). 63 unknown keys beside an attribute's own
+        // 8 or so: still read alike, by JSONDecoder; 20 unknown keys: by the reader.
+        let json = String(decoding: TestModels.goods().jsonData(), as: UTF8.self)
+        for (count, readByTheReader) in [(20, true), (63, false), (5_000, false)] {
+            let extra = (0..<count).map { #""extra\#($0)":\#($0)"# }.joined(separator: ",")
+            let edited = Data(json.replacingOccurrences(of: #""isIndexed":false"#, with: #""isIndexed":false,"# + extra).utf8)
+            #expect((ModelJSONReader.read(edited) != nil) == readByTheReader, "\(count) extra keys")
+            let read = try Model(json: edited)
+            let decoded = try Model.decodedByJSONDecoder(edited)
+            #expect(read == decoded && read.versionHash == TestModels.goods().versionHash, "\(count) extra keys")
+        }
+    }
+
     @Test func awkwardEditsAreReadAsJSONDecoderReadsThem() throws {
         let json = String(decoding: TestModels.goods().jsonData(), as: UTF8.self)
         let edits: [(String, String, String)] = [
