@@ -798,11 +798,7 @@ final class Runner {
             (Contender.raw, { _, _ in
                 let copy = try stores[.raw]!.copy(in: self.scratch, label: "raw-migrate")
                 defer { copy.remove() }
-                let (db, seconds) = try timed { () -> RawDB in
-                    let db = try RawDB(path: copy.path)
-                    try db.addStatusColumn()
-                    return db
-                }
+                let (db, seconds) = try timed { try RawDB.migrateToV2(copy.path) }
                 withExtendedLifetime(db) {}
                 return seconds
             }),
@@ -816,11 +812,7 @@ final class Runner {
             (.strata, { _, _ in
                 let copy = try stores[.strata]!.copy(in: self.scratch, label: "strata-migrate")
                 defer { copy.remove() }
-                var options = StoreOptions()
-                options.migration = .lightweight()
-                let (coordinator, seconds) = try timed {
-                    try StoreCoordinator(model: StrataSide.modelV2, url: copy.url, options: options)
-                }
+                let (coordinator, seconds) = try timed { try StrataSide.migrateToV2(copy.url) }
                 defer { coordinator.close() }
                 guard try coordinator.metadata().modelHash == StrataSide.modelV2.versionHash else {
                     throw VersusError("the Strata store was not migrated")
