@@ -21,12 +21,12 @@ extension ManagedObjectContext {
     func setAttribute(_ object: ManagedObject, _ index: Int, _ value: AttributeValue?) throws {
         // An inserted object is saved whole whatever changed: no comparison (two value copies).
         if object.state == .inserted {
-            object.current.attributes[index] = value
+            object.current.setAttribute(value, at: index)
             noteLocal(object.objectID, \.updated)
             return
         }
         guard object.current.attributes[index] != value else { return }
-        object.current.attributes[index] = value
+        object.current.setAttribute(value, at: index)
         markChanged(object)
     }
 
@@ -93,7 +93,7 @@ extension ManagedObjectContext {
         if let destination { try fulfill(destination) }
         // A destination deleted under a no-action rule leaves a dangling key: nothing to unlink.
         let oldExists = try oldObject.map(fulfillUnlessGone) ?? false
-        object.current.toOnes[index] = new
+        object.current.setToOne(new, at: index)
         markChanged(object)
         guard let inverse = object.info.toOneInverseSlots[index] else { return }
         if let oldObject, oldExists { try removeInverse(of: object, from: oldObject, inverse: inverse) }
@@ -144,7 +144,7 @@ extension ManagedObjectContext {
                 let previousOwner = try object(with: ObjectID(entityName: source.info.name, primaryKey: previous))
                 switch try fulfillUnlessGone(previousOwner) ? relationship : nil {
                 case .toOne(let j):
-                    previousOwner.current.toOnes[j] = nil
+                    previousOwner.current.setToOne(nil, at: j)
                     markChanged(previousOwner)
                 case .toMany(let j):
                     try loadToMany(previousOwner, j)
@@ -153,7 +153,7 @@ extension ManagedObjectContext {
                 default: break       // (also: the previous owner's row is gone)
                 }
             }
-            target.current.toOnes[i] = source.objectID.primaryKey
+            target.current.setToOne(source.objectID.primaryKey, at: i)
             markChanged(target)
         case .toMany(let i):
             try loadToMany(target, i)
@@ -183,7 +183,7 @@ extension ManagedObjectContext {
         switch inverse {
         case .toOne(let i):
             guard target.current.toOnes[i] == source.objectID.primaryKey else { return }
-            target.current.toOnes[i] = nil
+            target.current.setToOne(nil, at: i)
             markChanged(target)
         case .toMany(let i):
             try loadToMany(target, i)

@@ -128,10 +128,10 @@ extension ManagedObjectContext {
         guard let before = object.committed else { return object.current }
         var merged = row
         for i in merged.attributes.indices where object.current.attributes[i] != before.attributes[i] {
-            merged.attributes[i] = object.current.attributes[i]
+            merged.setAttribute(object.current.attributes[i], at: i)
         }
         for i in merged.toOnes.indices where object.current.toOnes[i] != before.toOnes[i] {
-            merged.toOnes[i] = object.current.toOnes[i]
+            merged.setToOne(object.current.toOnes[i], at: i)
         }
         merged.version = row.version
         return merged

@@ -188,10 +188,10 @@ extension ManagedObjectContext {
                 object.current.toOnes = written.toOnes
             } else {
                 for i in written.attributes.indices where written.attributes[i] != original.attributes[i] {
-                    object.current.attributes[i] = written.attributes[i]
+                    object.current.setAttribute(written.attributes[i], at: i)
                 }
                 for i in written.toOnes.indices where written.toOnes[i] != original.toOnes[i] {
-                    object.current.toOnes[i] = written.toOnes[i]
+                    object.current.setToOne(written.toOnes[i], at: i)
                 }
             }
             for index in toMany.indices {

@@ -147,10 +147,10 @@ extension MergePolicy {
     static func merge(winner: RowSnapshot, other: RowSnapshot, original: RowSnapshot) -> RowSnapshot {
         var merged = other
         for i in merged.attributes.indices where winner.attributes[i] != original.attributes[i] {
-            merged.attributes[i] = winner.attributes[i]
+            merged.setAttribute(winner.attributes[i], at: i)
         }
         for i in merged.toOnes.indices where winner.toOnes[i] != original.toOnes[i] {
-            merged.toOnes[i] = winner.toOnes[i]
+            merged.setToOne(winner.toOnes[i], at: i)
         }
         return merged
     }

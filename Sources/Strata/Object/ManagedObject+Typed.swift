@@ -51,7 +51,7 @@ extension ManagedObject {
             guard case .attribute(let index)? = info.slot(key) else { misuse(key, "an attribute") }
             checkAccess()
             if isFault { guard (try? link.withContext({ try $0.fulfill(self) })) != nil else { return nil } }
-            guard let value = current.attributes[index] else { return nil }
+            guard let value = current.attribute(index) else { return nil }
             guard let typed = Value(attributeValue: value) else {
                 preconditionFailure("\(info.name).\(key) holds \(value.type), not \(Value.self): declare the property as the attribute's type.")
             }
@@ -141,7 +141,7 @@ extension ManagedObject {
         guard case .attribute(let index)? = info.slot(key) else { misuse(key, "an attribute") }
         checkAccess()
         if isFault { guard (try? link.withContext({ try $0.fulfill(self) })) != nil else { return nil } }
-        guard let value = current.attributes[index] else { return nil }
+        guard let value = current.attribute(index) else { return nil }
         guard let typed = Value(attributeValue: value) else {
             preconditionFailure("\(info.name).\(key) holds \(value.type), not \(Value.self): declare the property as the attribute's type.")
         }

@@ -79,7 +79,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             committed = row
             isFault = false
         } else {
-            current = RowSnapshot(attributes: [], toOnes: [])
+            current = .empty
             committed = nil
             isFault = true
         }
@@ -118,7 +118,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         guard let slot = info.slot(key) else { throw ObjectError.unknownKey(entity: info.name, key: key) }
         if isFault { try link.withContext { try $0.fulfill(self) } }
         switch slot {
-        case .attribute(let index): return current.attributes[index]?.swiftValue
+        case .attribute(let index): return current.attribute(index)?.swiftValue
         case .toOne(let index): return try link.withContext { try $0.toOneObject(self, index) }
         case .toMany(let index): return try link.withContext { try $0.toManyObjects(self, index) }
         }

@@ -69,13 +69,7 @@ public struct BatchRow<Result: ManagedObject> {
     /// index allocated two arrays and destroyed them through the unspecialised value witnesses
     /// of `AttributeValue?` (about 3,000 instructions a flight; callgrind).
     mutating func reset() {
-        values.attributes.withUnsafeMutableBufferPointer { attributes in
-            for index in attributes.indices { attributes[index] = nil }
-        }
-        for (index, value) in info.nonNilDefaults { values.attributes[index] = value }
-        values.toOnes.withUnsafeMutableBufferPointer { toOnes in
-            for index in toOnes.indices { toOnes[index] = nil }
-        }
+        values.resetToDefaults(of: info)
     }
 
     /// Sets attribute or to-one `key` (a to-one takes an `ObjectID` or an object of its
@@ -105,7 +99,7 @@ public struct BatchRow<Result: ManagedObject> {
     mutating func setAttribute(_ value: AttributeValue?, type: AttributeType, forKey key: String,
                                original: @autoclosure () -> Any?) throws {
         if case .attribute(let index)? = info.slot(key), info.attributeTypes[index] == type {
-            values.attributes[index] = value
+            values.setAttribute(value, at: index)
             return
         }
         try values.assign(original(), forKey: key, info: info)
@@ -114,7 +108,7 @@ public struct BatchRow<Result: ManagedObject> {
     /// Points to-one `key` at the row of `id` (`nil` clears it).
     public mutating func set(_ id: ObjectID?, forKey key: String) throws {
         if case .toOne(let index)? = info.slot(key), id == nil || id!.entityName == info.toOnes[index].destination {
-            values.toOnes[index] = id?.primaryKey
+            values.setToOne(id?.primaryKey, at: index)
             return
         }
         try values.assign(id, forKey: key, info: info)

@@ -6,65 +6,156 @@ internal import StrataSQLite
 ///
 /// Equality compares the values only: the version is optimistic-locking bookkeeping, and two
 /// snapshots with the same values are the same row state whatever version each was read at.
-struct RowSnapshot: Sendable, Equatable {
-    var attributes: [AttributeValue?]
-    var toOnes: [Int64?]
+///
+/// `@unchecked Sendable` because: its ``RowStorage`` is shared only by copies of a snapshot and
+/// is changed only through one holding the single reference (`isKnownUniquelyReferenced`, a copy
+/// otherwise: the copy-on-write of `Array`'s buffer), and all it holds (strings, boxed
+/// `AttributeValue`s) is `Sendable`.
+struct RowSnapshot: @unchecked Sendable, Equatable {
+    /// Attributes then to-one keys, in one allocation (see ``RowStorage``).
+    private var storage: RowStorage
     /// The stored row's `_version` these values were read at (0: never stored).
     var version: Int64 = 0
 
+    /// The attribute values in model order.
+    var attributes: AttributeValues {
+        get { AttributeValues(storage: storage) }
+        // The view takes the one reference while it is changed, so that a change in place does
+        // not copy the storage.
+        _modify {
+            var view = AttributeValues(storage: storage)
+            storage = RowStorage.empty
+            defer { storage = view.storage }
+            yield &view
+        }
+        set {
+            precondition(newValue.count == storage.attributeCount, "a row's attributes are replaced by as many")
+            makeUnique()
+            for index in 0..<newValue.count { storage.setValue(newValue[index], index) }
+        }
+    }
+
+    /// The to-one destination keys in model order.
+    var toOnes: ToOneKeys {
+        get { ToOneKeys(storage: storage) }
+        _modify {
+            var view = ToOneKeys(storage: storage)
+            storage = RowStorage.empty
+            defer { storage = view.storage }
+            yield &view
+        }
+        set {
+            precondition(newValue.count == storage.slotCount - storage.attributeCount, "a row's to-ones are replaced by as many")
+            makeUnique()
+            let first = storage.attributeCount
+            for index in 0..<newValue.count { storage.setKey(newValue[index], first + index) }
+        }
+    }
+
+    // Changes through these rather than `attributes[i] = v`: the view's `_modify` moves the
+    // storage out and back, two more retains and releases per change.
+
+    /// Attribute `index` (what `attributes[index]` gives, without making the view).
+    @inline(__always)
+    func attribute(_ index: Int) -> AttributeValue? {
+        precondition(index >= 0 && index < storage.attributeCount, "attribute index out of range")
+        return storage.value(index)
+    }
+
+    /// Sets attribute `index`.
+    @inline(__always)
+    mutating func setAttribute(_ value: AttributeValue?, at index: Int) {
+        precondition(index >= 0 && index < storage.attributeCount, "attribute index out of range")
+        makeUnique()
+        storage.setValue(value, index)
+    }
+
+    /// Sets to-one `index`'s destination key.
+    @inline(__always)
+    mutating func setToOne(_ key: Int64?, at index: Int) {
+        let first = storage.attributeCount
+        precondition(index >= 0 && index < storage.slotCount - first, "to-one index out of range")
+        makeUnique()
+        storage.setKey(key, first + index)
+    }
+
+    @inline(__always)
+    private mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+    }
+
+    /// A row of these values, laid out for them (wide slots for strings and UUIDs).
     init(attributes: [AttributeValue?], toOnes: [Int64?], version: Int64 = 0) {
-        self.attributes = attributes
-        self.toOnes = toOnes
+        let layout = RowLayout(attributeTypes: attributes.map { $0?.type ?? .int64 }, toOneCount: toOnes.count)
+        storage = RowStorage.make(layout)
+        for (index, value) in attributes.enumerated() { storage.initializeValue(index, value) }
+        for (index, key) in toOnes.enumerated() { storage.setKey(key, attributes.count + index) }
         self.version = version
     }
+
+    /// A fault's values: no slots.
+    static var empty: RowSnapshot { RowSnapshot(storage: RowStorage.empty) }
+
+    private init(storage: RowStorage) { self.storage = storage }
 
     static func == (lhs: RowSnapshot, rhs: RowSnapshot) -> Bool {
         lhs.attributes == rhs.attributes && lhs.toOnes == rhs.toOnes
     }
 
+    /// A row of `layout` with every value nil.
+    init(layout: RowLayout) { storage = RowStorage.make(layout) }
+
     /// A new object's values: every default, no relationships.
     init(defaultsOf info: EntityInfo) {
-        // Fresh arrays, not a shared defaults row: a new object is written at once, and the
-        // copy-on-write of a shared array copies element by element through the enum's value
-        // witness (about 1,400 instructions for 16 attributes), where filling with nil and
-        // setting the few defaults is a fraction of it. (`reserveCapacity` then appends: the
-        // stdlib's `Array(repeating:count:)` and `Array(unsafeUninitializedCapacity:)` allocate
-        // through an unspecialised entry point that looks the storage class's metadata up on
-        // every call, about 900 instructions against 350; callgrind.)
-        var attributes: [AttributeValue?] = []
-        attributes.reserveCapacity(info.attributeTypes.count)
-        for _ in info.attributeTypes { attributes.append(nil) }
-        for (index, value) in info.nonNilDefaults { attributes[index] = value }
-        self.attributes = attributes
-        var toOnes: [Int64?] = []
-        toOnes.reserveCapacity(info.toOnes.count)
-        for _ in info.toOnes { toOnes.append(nil) }
-        self.toOnes = toOnes
+        storage = RowStorage.make(info.rowLayout)
+        for (index, value) in info.nonNilDefaults { storage.initializeValue(index, value) }
+    }
+
+    /// Every value back to the entity's defaults, in place when the storage is not shared (a
+    /// batch insert fills one row again and again).
+    mutating func resetToDefaults(of info: EntityInfo) { resetToDefaults(info.nonNilDefaults, layout: info.rowLayout) }
+
+    /// Every value nil but `defaults`, in place when the storage is not shared.
+    mutating func resetToDefaults(_ defaults: [(Int, AttributeValue)], layout: RowLayout) {
+        if isKnownUniquelyReferenced(&storage) {
+            storage.clear()
+        } else {
+            storage = RowStorage.make(layout)
+        }
+        for (index, value) in defaults { storage.initializeValue(index, value) }
+        version = 0
     }
 
     /// Reads the row the statement is positioned on (columns as in `EntityInfo.selectSQL`):
     /// column 0 is the primary key, the version follows the to-ones.
     init(statement: Statement, info: EntityInfo, firstColumn: Int32 = 1) {
-        // Plain loops over the attribute types (no `Attribute` copies: each holds strings whose
-        // retains and releases cost more than reading the column).
-        // `reserveCapacity` then appends (see `init(defaultsOf:)` for why not an initialiser).
+        // Straight from SQLite into the row's slots: no `AttributeValue` in between for the
+        // common types. A plain loop over the attribute types (no `Attribute` copies: each holds
+        // strings whose retains and releases cost more than reading the column).
+        let storage = RowStorage.make(info.rowLayout)
         let types = info.attributeTypes
         var column = firstColumn
-        var attributes: [AttributeValue?] = []
-        attributes.reserveCapacity(types.count)
-        for type in types {
-            attributes.append(RowSnapshot.read(statement, column, as: type))
+        for slot in 0..<types.count {
+            switch types[slot] {
+            case .int64:
+                if let v = statement.optionalInt64(at: column) { storage.initializeInt64(slot, v, tag: RowTag.int64) }
+            case .double:
+                if let v = statement.optionalDouble(at: column) { storage.initializeDouble(slot, v, tag: RowTag.double) }
+            case .date:
+                if let v = statement.optionalDouble(at: column) { storage.initializeDouble(slot, v, tag: RowTag.date) }
+            case .string:
+                if let v = statement.optionalString(at: column) { storage.initializeString(slot, v) }
+            case let type:
+                storage.initializeValue(slot, RowSnapshot.read(statement, column, as: type))
+            }
             column += 1
         }
-        let toOneCount = info.toOnes.count
-        var toOnes: [Int64?] = []
-        toOnes.reserveCapacity(toOneCount)
-        for _ in 0..<toOneCount {
-            toOnes.append(statement.optionalInt64(at: column))
+        let first = types.count
+        for index in 0..<(storage.slotCount - first) {
+            if let key = statement.optionalInt64(at: column) { storage.initializeInt64(first + index, key, tag: RowTag.int64) }
             column += 1
         }
-        self.attributes = attributes
-        self.toOnes = toOnes
+        self.storage = storage
         version = statement.int64(at: column)
     }
 
@@ -115,6 +206,7 @@ struct RowSnapshot: Sendable, Equatable {
     private func execute(_ statement: Statement, attribute start: Int, at first: Int32) throws {
         var index = first
         var attribute = start
+        let attributes = self.attributes
         while attribute < attributes.count {
             // One switch, one copy of the value (a test for `.string` and then a bind copied it
             // twice: 2% of a batch insert; callgrind).

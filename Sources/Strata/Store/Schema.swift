@@ -130,6 +130,8 @@ final class EntityInfo: Sendable {
     let selectSQL: String
     /// Each attribute's type, in slot order (read on every `setValue`: no `Attribute` copy).
     let attributeTypes: [AttributeType]
+    /// Where a row of this entity keeps each value (see ``RowStorage``).
+    let rowLayout: RowLayout
     /// A new object's row: every default, no relationships.
     /// The attributes whose default is not nil, with their default (a new object's values).
     let nonNilDefaults: [(Int, AttributeValue)]
@@ -201,6 +203,7 @@ final class EntityInfo: Sendable {
                               otherColumn: ownIsFirst ? "\"b\"" : "\"a\"")
         }
         attributeTypes = attributes.map(\.type)
+        rowLayout = RowLayout(attributeTypes: attributeTypes, toOneCount: toOnes.count)
         nonNilDefaults = attributes.enumerated().compactMap { pair in pair.element.defaultValue.map { (pair.offset, $0) } }
         attributeRules = attributes.enumerated().filter { _, a in
             a.minValue != nil || a.maxValue != nil || a.minLength != nil || a.maxLength != nil || a.regex != nil

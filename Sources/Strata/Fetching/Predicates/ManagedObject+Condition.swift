@@ -10,7 +10,7 @@ struct ObjectSubject: ConditionSubject {
 
     func storedValue(attribute index: Int) throws -> SQLiteValue {
         try context.fulfill(object)
-        return object.current.attributes[index]?.storageValue ?? .null
+        return object.current.attribute(index)?.storageValue ?? .null
     }
 
     func foreignKey(toOne index: Int) throws -> Int64? {

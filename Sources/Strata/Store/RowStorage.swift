@@ -1,0 +1,371 @@
+internal import Foundation
+
+/// The values of one row in one allocation: attributes, then to-one keys, each in a slot of
+/// 8 bytes (numbers, dates, keys, a boxed value) or 16 bytes (strings, UUIDs), followed by each
+/// slot's shape and tag.
+///
+/// It replaces two arrays (`[AttributeValue?]` at 24 bytes an element, `[Int64?]` at 16): a
+/// flight of 16 attributes and 3 to-ones took two allocations and 496 bytes, and now takes one
+/// of 264. Every `AttributeValue` still fits every slot: a value whose native form does not fit
+/// (a string in a slot declared for a number, binary data, a URL, a decimal) is kept in a box,
+/// so the values read back are exactly the ones written, whatever their type.
+///
+/// Layout of the tail words: `[values][shape: UInt16 per slot][tag: UInt8 per slot]`, where a
+/// shape is `wordOffset << 1 | isWide` and a tag says what the slot holds now (``RowTag``).
+/// Rows are self-describing: reading one needs no schema lookup.
+///
+/// Not `Sendable` itself (`ManagedBuffer` forbids it); ``RowSnapshot``, which owns it, is.
+final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
+    deinit {
+        withUnsafeMutablePointers { header, words in
+            let base = UnsafeMutableRawPointer(words)
+            RowStorage.destroyValues(base, header.pointee)
+        }
+    }
+
+    /// Releases what the slots hold (strings, boxes); tags are left as they are.
+    private static func destroyValues(_ base: UnsafeMutableRawPointer, _ header: RowStorageHeader) {
+        guard header.slotCount > 0 else { return }
+        let tags = base + header.tagOffset
+        let shapes = (base + header.shapeOffset).assumingMemoryBound(to: UInt16.self)
+        for slot in 0..<header.slotCount {
+            switch tags.load(fromByteOffset: slot, as: UInt8.self) {
+            case RowTag.string:
+                (base + Int(shapes[slot] >> 1) &* 8).assumingMemoryBound(to: String.self).deinitialize(count: 1)
+            case RowTag.boxed:
+                let bits = (base + Int(shapes[slot] >> 1) &* 8).load(as: UInt.self)
+                Unmanaged<AttributeBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+            default: break
+            }
+        }
+    }
+
+    /// A row of `layout` with every slot nil.
+    static func make(_ layout: RowLayout) -> RowStorage {
+        let storage = unsafeDowncast(RowStorage.create(minimumCapacity: layout.wordCount) { _ in layout.header }, to: RowStorage.self)
+        storage.withUnsafeMutablePointerToElements { words in
+            layout.template.withUnsafeBufferPointer { words.initialize(from: $0.baseAddress!, count: layout.wordCount) }
+        }
+        return storage
+    }
+
+    /// The shared row of no slots (a fault's values). `nonisolated(unsafe)` because: it has no
+    /// slots, so nothing can change it (every setter checks the slot against the count first).
+    nonisolated(unsafe) static let empty = RowStorage.make(RowLayout(attributeTypes: [], toOneCount: 0))
+
+    // Through the header's pointer, not `header`: a class's stored property is read with a
+    // dynamic exclusivity check, which cost more than the rest of an attribute read.
+    var attributeCount: Int { withUnsafeMutablePointerToHeader { $0.pointee.attributeCount } }
+    var slotCount: Int { withUnsafeMutablePointerToHeader { $0.pointee.slotCount } }
+
+    /// A copy holding its own references to the strings and boxes.
+    func copy() -> RowStorage {
+        let header = withUnsafeMutablePointerToHeader { $0.pointee }
+        let copy = unsafeDowncast(RowStorage.create(minimumCapacity: header.wordCount) { _ in header }, to: RowStorage.self)
+        withUnsafeMutablePointerToElements { source in
+            copy.withUnsafeMutablePointerToElements { target in
+                target.initialize(from: source, count: header.wordCount)
+                let base = UnsafeMutableRawPointer(target), from = UnsafeMutableRawPointer(source)
+                let tags = base + header.tagOffset
+                let shapes = (base + header.shapeOffset).assumingMemoryBound(to: UInt16.self)
+                for slot in 0..<header.slotCount {
+                    switch tags.load(fromByteOffset: slot, as: UInt8.self) {
+                    case RowTag.string:
+                        let offset = Int(shapes[slot] >> 1) &* 8
+                        (base + offset).initializeMemory(as: String.self, to: (from + offset).load(as: String.self))
+                    case RowTag.boxed:
+                        let bits = (base + Int(shapes[slot] >> 1) &* 8).load(as: UInt.self)
+                        _ = Unmanaged<AttributeBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).retain()
+                    default: break
+                    }
+                }
+            }
+        }
+        return copy
+    }
+
+    // MARK: Slots
+
+    /// Calls `body` with the values' base address, the slot's value address and its tag's address.
+    @inline(__always)
+    private func withSlot<R>(_ slot: Int, _ body: (UnsafeMutableRawPointer, UnsafeMutablePointer<UInt8>, Bool) -> R) -> R {
+        withUnsafeMutablePointers { header, words in
+            let base = UnsafeMutableRawPointer(words)
+            let shape = (base + header.pointee.shapeOffset).load(fromByteOffset: slot &* 2, as: UInt16.self)
+            let tag = (base + header.pointee.tagOffset + slot).assumingMemoryBound(to: UInt8.self)
+            return body(base + Int(shape >> 1) &* 8, tag, shape & 1 == 1)
+        }
+    }
+
+    /// The tag of `slot` (``RowTag``).
+    @inline(__always)
+    func tag(_ slot: Int) -> UInt8 {
+        withUnsafeMutablePointers { header, words in
+            UnsafeMutableRawPointer(words).load(fromByteOffset: header.pointee.tagOffset &+ slot, as: UInt8.self)
+        }
+    }
+
+    /// The value in `slot`.
+    @inline(__always)
+    func value(_ slot: Int) -> AttributeValue? {
+        withSlot(slot) { value, tag, _ in
+            switch tag.pointee {
+            case RowTag.null: return nil
+            case RowTag.int64: return .int64(value.load(as: Int64.self))
+            case RowTag.double: return .double(value.load(as: Double.self))
+            case RowTag.string: return .string(value.load(as: String.self))
+            case RowTag.date: return .date(Date(timeIntervalSinceReferenceDate: value.load(as: Double.self)))
+            case RowTag.int16: return .int16(Int16(truncatingIfNeeded: value.load(as: Int64.self)))
+            case RowTag.int32: return .int32(Int32(truncatingIfNeeded: value.load(as: Int64.self)))
+            case RowTag.float: return .float(Float(bitPattern: UInt32(truncatingIfNeeded: value.load(as: UInt64.self))))
+            case RowTag.bool: return .bool(value.load(as: Int64.self) != 0)
+            case RowTag.uuid: return .uuid(UUID(uuid: value.loadUnaligned(as: uuid_t.self)))
+            default:
+                let bits = value.load(as: UInt.self)
+                return Unmanaged<AttributeBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue().value
+            }
+        }
+    }
+
+    /// A to-one key (a slot that holds an `Int64` or nothing).
+    @inline(__always)
+    func key(_ slot: Int) -> Int64? {
+        withSlot(slot) { value, tag, _ in
+            switch tag.pointee {
+            case RowTag.null: return nil
+            case RowTag.int64: return value.load(as: Int64.self)
+            default: preconditionFailure("a to-one slot holds \(tag.pointee), not a key")
+            }
+        }
+    }
+
+    /// Replaces the value of `slot`; the caller made the storage unique.
+    func setValue(_ newValue: AttributeValue?, _ slot: Int) {
+        withSlot(slot) { value, tag, wide in
+            RowStorage.release(value, tag.pointee)
+            RowStorage.initialize(value, tag, wide, newValue)
+        }
+    }
+
+    /// Replaces a to-one key; the caller made the storage unique.
+    func setKey(_ key: Int64?, _ slot: Int) {
+        withSlot(slot) { value, tag, _ in
+            RowStorage.release(value, tag.pointee)
+            if let key {
+                value.storeBytes(of: key, as: Int64.self)
+                tag.pointee = RowTag.int64
+            } else {
+                tag.pointee = RowTag.null
+            }
+        }
+    }
+
+    /// Sets a slot known to be nil (a row being filled): no release first.
+    @inline(__always)
+    func initializeInt64(_ slot: Int, _ v: Int64, tag code: UInt8) {
+        withSlot(slot) { value, tag, _ in
+            value.storeBytes(of: v, as: Int64.self)
+            tag.pointee = code
+        }
+    }
+
+    @inline(__always)
+    func initializeDouble(_ slot: Int, _ v: Double, tag code: UInt8) {
+        withSlot(slot) { value, tag, _ in
+            value.storeBytes(of: v, as: Double.self)
+            tag.pointee = code
+        }
+    }
+
+    @inline(__always)
+    func initializeValue(_ slot: Int, _ newValue: AttributeValue?) {
+        withSlot(slot) { value, tag, wide in RowStorage.initialize(value, tag, wide, newValue) }
+    }
+
+    /// Every slot back to nil, what it held released.
+    func clear() {
+        withUnsafeMutablePointers { header, words in
+            let base = UnsafeMutableRawPointer(words)
+            RowStorage.destroyValues(base, header.pointee)
+            (base + header.pointee.tagOffset).initializeMemory(as: UInt8.self, repeating: RowTag.null, count: header.pointee.slotCount)
+        }
+    }
+
+    @inline(__always)
+    private static func release(_ value: UnsafeMutableRawPointer, _ tag: UInt8) {
+        switch tag {
+        case RowTag.string: value.assumingMemoryBound(to: String.self).deinitialize(count: 1)
+        case RowTag.boxed:
+            Unmanaged<AttributeBox>.fromOpaque(UnsafeRawPointer(bitPattern: value.load(as: UInt.self))!).release()
+        default: break
+        }
+    }
+
+    /// Writes `newValue` into a slot that holds nothing to release.
+    @inline(__always)
+    private static func initialize(_ value: UnsafeMutableRawPointer, _ tag: UnsafeMutablePointer<UInt8>,
+                                   _ wide: Bool, _ newValue: AttributeValue?) {
+        switch newValue {
+        case nil: tag.pointee = RowTag.null
+        case .int64(let v)?: value.storeBytes(of: v, as: Int64.self); tag.pointee = RowTag.int64
+        case .double(let v)?: value.storeBytes(of: v, as: Double.self); tag.pointee = RowTag.double
+        case .date(let v)?:
+            value.storeBytes(of: v.timeIntervalSinceReferenceDate, as: Double.self); tag.pointee = RowTag.date
+        case .int16(let v)?: value.storeBytes(of: Int64(v), as: Int64.self); tag.pointee = RowTag.int16
+        case .int32(let v)?: value.storeBytes(of: Int64(v), as: Int64.self); tag.pointee = RowTag.int32
+        case .float(let v)?: value.storeBytes(of: UInt64(v.bitPattern), as: UInt64.self); tag.pointee = RowTag.float
+        case .bool(let v)?: value.storeBytes(of: v ? 1 : 0, as: Int64.self); tag.pointee = RowTag.bool
+        case .string(let v)? where wide: value.initializeMemory(as: String.self, to: v); tag.pointee = RowTag.string
+        case .uuid(let v)? where wide: value.storeBytes(of: v.uuid, as: uuid_t.self); tag.pointee = RowTag.uuid
+        case let other?:
+            let box = Unmanaged.passRetained(AttributeBox(other)).toOpaque()
+            value.storeBytes(of: UInt(bitPattern: box), as: UInt.self)
+            tag.pointee = RowTag.boxed
+        }
+    }
+
+    /// Initialises a nil slot with a string read from SQLite; a slot too narrow boxes it.
+    @inline(__always)
+    func initializeString(_ slot: Int, _ v: String) {
+        withSlot(slot) { value, tag, wide in RowStorage.initialize(value, tag, wide, .string(v)) }
+    }
+}
+
+/// What a ``RowStorage`` knows about itself (all trivial: no reference counting to read it).
+struct RowStorageHeader: Sendable {
+    // 32-bit, to keep the header at 24 bytes (a row has at most 32,767 words).
+    private var counts: (attributes: Int32, slots: Int32, words: Int32)
+    /// Byte offsets of the shapes and the tags in the tail words.
+    private var offsets: (shapes: Int32, tags: Int32)
+
+    init(attributeCount: Int, slotCount: Int, wordCount: Int, shapeOffset: Int, tagOffset: Int) {
+        counts = (Int32(attributeCount), Int32(slotCount), Int32(wordCount))
+        offsets = (Int32(shapeOffset), Int32(tagOffset))
+    }
+
+    var attributeCount: Int { Int(counts.attributes) }
+    var slotCount: Int { Int(counts.slots) }
+    var wordCount: Int { Int(counts.words) }
+    var shapeOffset: Int { Int(offsets.shapes) }
+    var tagOffset: Int { Int(offsets.tags) }
+}
+
+/// What a row's slot holds now.
+enum RowTag {
+    static let null: UInt8 = 0
+    static let int64: UInt8 = 1
+    static let double: UInt8 = 2
+    static let string: UInt8 = 3
+    static let date: UInt8 = 4
+    static let int16: UInt8 = 5
+    static let int32: UInt8 = 6
+    static let float: UInt8 = 7
+    static let bool: UInt8 = 8
+    static let uuid: UInt8 = 9
+    /// A retained ``AttributeBox``: binary data, URLs, decimals, and any value whose native form
+    /// does not fit its slot.
+    static let boxed: UInt8 = 10
+}
+
+/// A value kept out of line in a row.
+final class AttributeBox: Sendable {
+    let value: AttributeValue
+    init(_ value: AttributeValue) { self.value = value }
+}
+
+/// The shape of one entity's rows: where each slot lives, and an empty row to copy.
+final class RowLayout: Sendable {
+    let header: RowStorageHeader
+    var wordCount: Int { header.wordCount }
+    /// A row with every slot nil: new rows start as a copy of these words.
+    let template: [UInt64]
+
+    /// Strings and UUIDs get wide slots; every other attribute type and each to-one key a word.
+    init(attributeTypes: [AttributeType], toOneCount: Int) {
+        var shapes: [UInt16] = []
+        var words = 0
+        for type in attributeTypes {
+            let wide = type == .string || type == .uuid
+            shapes.append(UInt16(words << 1 | (wide ? 1 : 0)))
+            words += wide ? 2 : 1
+        }
+        for _ in 0..<toOneCount {
+            shapes.append(UInt16(words << 1))
+            words += 1
+        }
+        precondition(words < Int(UInt16.max >> 1), "an entity with this many attributes cannot be stored")
+        let slotCount = shapes.count
+        let shapeOffset = words * 8
+        let tagOffset = shapeOffset + slotCount * 2
+        let wordCount = max(1, (tagOffset + slotCount + 7) / 8)
+        header = RowStorageHeader(attributeCount: attributeTypes.count, slotCount: slotCount, wordCount: wordCount,
+                                  shapeOffset: shapeOffset, tagOffset: tagOffset)
+        var template = [UInt64](repeating: 0, count: wordCount)
+        template.withUnsafeMutableBytes { bytes in
+            for (slot, shape) in shapes.enumerated() {
+                bytes.storeBytes(of: shape, toByteOffset: shapeOffset + slot * 2, as: UInt16.self)
+            }
+        }
+        self.template = template
+    }
+}
+
+// MARK: Views
+
+/// A row's attribute values, in model order: a collection over the row's storage.
+struct AttributeValues: RandomAccessCollection, MutableCollection, Equatable, CustomStringConvertible {
+    var storage: RowStorage
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { storage.attributeCount }
+
+    subscript(position: Int) -> AttributeValue? {
+        get {
+            precondition(position >= 0 && position < endIndex, "attribute index out of range")
+            return storage.value(position)
+        }
+        set {
+            precondition(position >= 0 && position < endIndex, "attribute index out of range")
+            if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+            storage.setValue(newValue, position)
+        }
+    }
+
+    static func == (lhs: AttributeValues, rhs: AttributeValues) -> Bool {
+        if lhs.storage === rhs.storage { return true }
+        guard lhs.count == rhs.count else { return false }
+        for index in 0..<lhs.count where lhs[index] != rhs[index] { return false }
+        return true
+    }
+
+    var description: String { Array(self).description }
+}
+
+/// A row's to-one destination keys, in model order.
+struct ToOneKeys: RandomAccessCollection, MutableCollection, Equatable, CustomStringConvertible {
+    var storage: RowStorage
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { storage.slotCount - storage.attributeCount }
+
+    subscript(position: Int) -> Int64? {
+        get {
+            precondition(position >= 0 && position < endIndex, "to-one index out of range")
+            return storage.key(storage.attributeCount + position)
+        }
+        set {
+            precondition(position >= 0 && position < endIndex, "to-one index out of range")
+            if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+            storage.setKey(newValue, storage.attributeCount + position)
+        }
+    }
+
+    static func == (lhs: ToOneKeys, rhs: ToOneKeys) -> Bool {
+        if lhs.storage === rhs.storage { return true }
+        guard lhs.count == rhs.count else { return false }
+        for index in 0..<lhs.count where lhs[index] != rhs[index] { return false }
+        return true
+    }
+
+    var description: String { Array(self).description }
+}
