@@ -1,13 +1,13 @@
 internal import Foundation
 
 /// The values of one row in one allocation: attributes, then to-one keys, each in a slot of
-/// 8 bytes (numbers, dates, keys, a boxed value) or 16 bytes (strings, UUIDs), followed by each
+/// 8 bytes (numbers, dates, keys, a boxed value) or 16 bytes (strings, UUIDs, data), followed by each
 /// slot's shape and tag.
 ///
 /// It replaces two arrays (`[AttributeValue?]` at 24 bytes an element, `[Int64?]` at 16): a
 /// flight of 16 attributes and 3 to-ones took two allocations and 496 bytes, and now takes one
 /// of 264. Every `AttributeValue` still fits every slot: a value whose native form does not fit
-/// (a string in a slot declared for a number, binary data, a URL, a decimal) is kept in a box,
+/// (a string in a slot declared for a number, a URL, a decimal) is kept in a box,
 /// so the values read back are exactly the ones written, whatever their type.
 ///
 /// Layout of the tail words: `[values][shape: UInt16 per slot][tag: UInt8 per slot]`, where a
@@ -29,14 +29,8 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
         let tags = base + header.tagOffset
         let shapes = (base + header.shapeOffset).assumingMemoryBound(to: UInt16.self)
         for slot in 0..<header.slotCount {
-            switch tags.load(fromByteOffset: slot, as: UInt8.self) {
-            case RowTag.string:
-                (base + Int(shapes[slot] >> 1) &* 8).assumingMemoryBound(to: String.self).deinitialize(count: 1)
-            case RowTag.boxed:
-                let bits = (base + Int(shapes[slot] >> 1) &* 8).load(as: UInt.self)
-                Unmanaged<AttributeBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
-            default: break
-            }
+            let tag = tags.load(fromByteOffset: slot, as: UInt8.self)
+            if tag != RowTag.null { release(base + Int(shapes[slot] >> 1) &* 8, tag) }
         }
     }
 
@@ -69,12 +63,15 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
                 let tags = base + header.tagOffset
                 let shapes = (base + header.shapeOffset).assumingMemoryBound(to: UInt16.self)
                 for slot in 0..<header.slotCount {
+                    // The words were copied bit for bit: what holds a reference takes its own.
+                    let offset = Int(shapes[slot] >> 1) &* 8
                     switch tags.load(fromByteOffset: slot, as: UInt8.self) {
                     case RowTag.string:
-                        let offset = Int(shapes[slot] >> 1) &* 8
                         (base + offset).initializeMemory(as: String.self, to: (from + offset).load(as: String.self))
+                    case RowTag.binary:
+                        (base + offset).initializeMemory(as: Data.self, to: (from + offset).load(as: Data.self))
                     case RowTag.boxed:
-                        let bits = (base + Int(shapes[slot] >> 1) &* 8).load(as: UInt.self)
+                        let bits = (base + offset).load(as: UInt.self)
                         _ = Unmanaged<AttributeBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).retain()
                     default: break
                     }
@@ -120,6 +117,7 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
             case RowTag.float: return .float(Float(bitPattern: UInt32(truncatingIfNeeded: value.load(as: UInt64.self))))
             case RowTag.bool: return .bool(value.load(as: Int64.self) != 0)
             case RowTag.uuid: return .uuid(UUID(uuid: value.loadUnaligned(as: uuid_t.self)))
+            case RowTag.binary: return .binary(value.load(as: Data.self))
             default:
                 let bits = value.load(as: UInt.self)
                 return Unmanaged<AttributeBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue().value
@@ -195,6 +193,7 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
     private static func release(_ value: UnsafeMutableRawPointer, _ tag: UInt8) {
         switch tag {
         case RowTag.string: value.assumingMemoryBound(to: String.self).deinitialize(count: 1)
+        case RowTag.binary: value.assumingMemoryBound(to: Data.self).deinitialize(count: 1)
         case RowTag.boxed:
             Unmanaged<AttributeBox>.fromOpaque(UnsafeRawPointer(bitPattern: value.load(as: UInt.self))!).release()
         default: break
@@ -217,6 +216,8 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
         case .bool(let v)?: value.storeBytes(of: v ? 1 : 0, as: Int64.self); tag.pointee = RowTag.bool
         case .string(let v)? where wide: value.initializeMemory(as: String.self, to: v); tag.pointee = RowTag.string
         case .uuid(let v)? where wide: value.storeBytes(of: v.uuid, as: uuid_t.self); tag.pointee = RowTag.uuid
+        case .binary(let v)? where wide && RowLayout.dataFitsAWideSlot:
+            value.initializeMemory(as: Data.self, to: v); tag.pointee = RowTag.binary
         case let other?:
             let box = Unmanaged.passRetained(AttributeBox(other)).toOpaque()
             value.storeBytes(of: UInt(bitPattern: box), as: UInt.self)
@@ -262,9 +263,12 @@ enum RowTag {
     static let float: UInt8 = 7
     static let bool: UInt8 = 8
     static let uuid: UInt8 = 9
-    /// A retained ``AttributeBox``: binary data, URLs, decimals, and any value whose native form
-    /// does not fit its slot.
+    /// A retained ``AttributeBox``: URLs, decimals, and any value whose native form does not fit
+    /// its slot.
     static let boxed: UInt8 = 10
+    /// `Data`, in a wide slot (where `Data` is 16 bytes or less, as on 64-bit Linux): no box for
+    /// the blob-valued attributes many models have.
+    static let binary: UInt8 = 11
 }
 
 /// A value kept out of line in a row.
@@ -280,12 +284,16 @@ final class RowLayout: Sendable {
     /// A row with every slot nil: new rows start as a copy of these words.
     let template: [UInt64]
 
-    /// Strings and UUIDs get wide slots; every other attribute type and each to-one key a word.
+    /// `Data` is 16 bytes on the 64-bit platforms Strata runs on; elsewhere binary values are boxed.
+    static let dataFitsAWideSlot = MemoryLayout<Data>.size <= 16 && MemoryLayout<Data>.alignment <= 8
+
+    /// Strings, UUIDs and binary data get wide slots; every other attribute type and each to-one
+    /// key a word.
     init(attributeTypes: [AttributeType], toOneCount: Int) {
         var shapes: [UInt16] = []
         var words = 0
         for type in attributeTypes {
-            let wide = type == .string || type == .uuid
+            let wide = type == .string || type == .uuid || (type == .binary && RowLayout.dataFitsAWideSlot)
             shapes.append(UInt16(words << 1 | (wide ? 1 : 0)))
             words += wide ? 2 : 1
         }
@@ -332,10 +340,7 @@ struct AttributeValues: RandomAccessCollection, MutableCollection, Equatable, Cu
     }
 
     static func == (lhs: AttributeValues, rhs: AttributeValues) -> Bool {
-        if lhs.storage === rhs.storage { return true }
-        guard lhs.count == rhs.count else { return false }
-        for index in 0..<lhs.count where lhs[index] != rhs[index] { return false }
-        return true
+        lhs.storage === rhs.storage || lhs.elementsEqual(rhs)
     }
 
     var description: String { Array(self).description }
@@ -361,10 +366,7 @@ struct ToOneKeys: RandomAccessCollection, MutableCollection, Equatable, CustomSt
     }
 
     static func == (lhs: ToOneKeys, rhs: ToOneKeys) -> Bool {
-        if lhs.storage === rhs.storage { return true }
-        guard lhs.count == rhs.count else { return false }
-        for index in 0..<lhs.count where lhs[index] != rhs[index] { return false }
-        return true
+        lhs.storage === rhs.storage || lhs.elementsEqual(rhs)
     }
 
     var description: String { Array(self).description }
