@@ -6,11 +6,10 @@ internal import StrataSQLite
 ///
 /// Equality compares the values only: the version is optimistic-locking bookkeeping, and two
 /// snapshots with the same values are the same row state whatever version each was read at.
-///
-/// `@unchecked Sendable` because: its ``RowStorage`` is shared only by copies of a snapshot and
-/// is changed only through one holding the single reference (`isKnownUniquelyReferenced`, a copy
-/// otherwise: the copy-on-write of `Array`'s buffer), and all it holds (strings, boxed
-/// `AttributeValue`s) is `Sendable`.
+// @unchecked Sendable because: its RowStorage is shared only by copies of a snapshot and is
+// changed only through one holding the single reference (`isKnownUniquelyReferenced`, a copy
+// otherwise: the copy-on-write of `Array`'s buffer), and all it holds (strings, data, boxed
+// `AttributeValue`s) is `Sendable`.
 struct RowSnapshot: @unchecked Sendable, Equatable {
     /// Attributes then to-one keys, in one allocation (see ``RowStorage``).
     private var storage: RowStorage
@@ -138,13 +137,13 @@ struct RowSnapshot: @unchecked Sendable, Equatable {
         for slot in 0..<types.count {
             switch types[slot] {
             case .int64:
-                if let v = statement.optionalInt64(at: column) { storage.initializeInt64(slot, v, tag: RowTag.int64) }
+                if let v = statement.optionalInt64(at: column) { storage.initialize(slot, v, tag: RowTag.int64) }
             case .double:
-                if let v = statement.optionalDouble(at: column) { storage.initializeDouble(slot, v, tag: RowTag.double) }
+                if let v = statement.optionalDouble(at: column) { storage.initialize(slot, v, tag: RowTag.double) }
             case .date:
-                if let v = statement.optionalDouble(at: column) { storage.initializeDouble(slot, v, tag: RowTag.date) }
+                if let v = statement.optionalDouble(at: column) { storage.initialize(slot, v, tag: RowTag.date) }
             case .string:
-                if let v = statement.optionalString(at: column) { storage.initializeString(slot, v) }
+                if let v = statement.optionalString(at: column) { storage.initializeValue(slot, .string(v)) }
             case let type:
                 storage.initializeValue(slot, RowSnapshot.read(statement, column, as: type))
             }
@@ -152,7 +151,7 @@ struct RowSnapshot: @unchecked Sendable, Equatable {
         }
         let first = types.count
         for index in 0..<(storage.slotCount - first) {
-            if let key = statement.optionalInt64(at: column) { storage.initializeInt64(first + index, key, tag: RowTag.int64) }
+            if let key = statement.optionalInt64(at: column) { storage.initialize(first + index, key, tag: RowTag.int64) }
             column += 1
         }
         self.storage = storage

@@ -158,19 +158,11 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
         }
     }
 
-    /// Sets a slot known to be nil (a row being filled): no release first.
+    /// Sets a slot known to be nil (a row being filled) to a number or key: no release first.
     @inline(__always)
-    func initializeInt64(_ slot: Int, _ v: Int64, tag code: UInt8) {
+    func initialize<Word: BitwiseCopyable>(_ slot: Int, _ v: Word, tag code: UInt8) {
         withSlot(slot) { value, tag, _ in
-            value.storeBytes(of: v, as: Int64.self)
-            tag.pointee = code
-        }
-    }
-
-    @inline(__always)
-    func initializeDouble(_ slot: Int, _ v: Double, tag code: UInt8) {
-        withSlot(slot) { value, tag, _ in
-            value.storeBytes(of: v, as: Double.self)
+            value.storeBytes(of: v, as: Word.self)
             tag.pointee = code
         }
     }
@@ -223,12 +215,6 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
             value.storeBytes(of: UInt(bitPattern: box), as: UInt.self)
             tag.pointee = RowTag.boxed
         }
-    }
-
-    /// Initialises a nil slot with a string read from SQLite; a slot too narrow boxes it.
-    @inline(__always)
-    func initializeString(_ slot: Int, _ v: String) {
-        withSlot(slot) { value, tag, wide in RowStorage.initialize(value, tag, wide, .string(v)) }
     }
 }
 

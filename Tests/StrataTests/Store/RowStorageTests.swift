@@ -46,7 +46,7 @@ import StrataTestSupport
     /// number's slot is boxed; a number into another number's slot keeps its own tag).
     @Test func slotsBehaveAsTheArraysTheyReplaced() {
         var rng = SplitMix64(seed: 0x5EED_0020)
-        var ownType = 0, otherType = 0, copies = 0, comparisons = 0, resets = 0
+        var ownType = 0, otherType = 0, copies = 0, comparisons = 0, resets = 0, viewChanges = 0, replacements = 0
         for _ in 0..<300 {
             let types = (0..<Int.random(in: 0...14, using: &rng)).map { _ in Self.types.randomElement(using: &rng)! }
             let toOneCount = Int.random(in: 0...3, using: &rng)
@@ -72,7 +72,8 @@ import StrataTestSupport
                     let index = Int.random(in: 0..<toOneCount, using: &rng)
                     let key: Int64? = Bool.random(using: &rng) ? Int64.random(in: .min ... .max, using: &rng) : nil
                     models[which].1[index] = key
-                    rows[which].setToOne(key, at: index)
+                    // Through the direct call, or the view's `_modify`.
+                    if Bool.random(using: &rng) { rows[which].setToOne(key, at: index) } else { rows[which].toOnes[index] = key; viewChanges += 1 }
                 case 6:
                     // A copy shares the storage until one of them changes.
                     models.append(models[which])
@@ -84,9 +85,13 @@ import StrataTestSupport
                     let value = Self.randomValue(&rng, preferring: types[index])
                     models[which].0[index] = value
                     rows[which].attributes[index] = value
+                    viewChanges += 1
                     let other = Int.random(in: 0..<rows.count, using: &rng)
                     models[which].0 = models[other].0
                     rows[which].attributes = rows[other].attributes
+                    models[which].1 = models[other].1
+                    rows[which].toOnes = rows[other].toOnes
+                    replacements += 1
                 case 8:
                     // Back to the defaults, in place (a batch insert's reuse of one row).
                     var fresh: [AttributeValue?] = Array(repeating: nil, count: types.count)
@@ -110,8 +115,8 @@ import StrataTestSupport
             let rebuilt = RowSnapshot(attributes: models[0].0, toOnes: models[0].1)
             #expect(rebuilt == rows[0])
         }
-        print("row-storage: values of the slot's type=\(ownType) of another type=\(otherType) copies=\(copies) comparisons=\(comparisons) resets=\(resets)")
-        #expect(ownType > 1_000 && otherType > 1_000 && copies > 100 && comparisons > 100 && resets > 100)
+        print("row-storage: values of the slot's type=\(ownType) of another type=\(otherType) copies=\(copies) comparisons=\(comparisons) resets=\(resets) view-changes=\(viewChanges) replacements=\(replacements)")
+        #expect(ownType > 1_000 && otherType > 1_000 && copies > 100 && comparisons > 100 && resets > 100 && viewChanges > 100 && replacements > 100)
     }
 
     /// A flight's row (16 attributes, 3 to-ones) is one allocation of 264 bytes, where the two
