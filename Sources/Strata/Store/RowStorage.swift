@@ -6,13 +6,14 @@ internal import Foundation
 ///
 /// It replaces two arrays (`[AttributeValue?]` at 24 bytes an element, `[Int64?]` at 16): a
 /// flight of 16 attributes and 3 to-ones took two allocations and 496 bytes, and now takes one
-/// of 264. Every `AttributeValue` still fits every slot: a value whose native form does not fit
+/// of 216. Every `AttributeValue` still fits every slot: a value whose native form does not fit
 /// (a string in a slot declared for a number, a URL, a decimal) is kept in a box,
 /// so the values read back are exactly the ones written, whatever their type.
 ///
-/// Layout of the tail words: `[values][shape: UInt16 per slot][tag: UInt8 per slot]`, where a
-/// shape is `wordOffset << 1 | isWide` and a tag says what the slot holds now (``RowTag``).
-/// Rows are self-describing: reading one needs no schema lookup.
+/// Layout of the tail words: `[values][tag: UInt8 per slot]`; a tag says what the slot holds now
+/// (``RowTag``). Where each slot lives (its shape, `wordOffset << 1 | isWide`) is the same for
+/// every row of an entity, so the rows of a layout share one shape table, interned for the life of
+/// the process (``RowLayout``): the header points at it, and reading a row needs no schema lookup.
 ///
 /// Not `Sendable` itself (`ManagedBuffer` forbids it); ``RowSnapshot``, which owns it, is.
 final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
@@ -27,7 +28,7 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
     private static func destroyValues(_ base: UnsafeMutableRawPointer, _ header: RowStorageHeader) {
         guard header.slotCount > 0 else { return }
         let tags = base + header.tagOffset
-        let shapes = (base + header.shapeOffset).assumingMemoryBound(to: UInt16.self)
+        let shapes = header.shapes
         for slot in 0..<header.slotCount {
             let tag = tags.load(fromByteOffset: slot, as: UInt8.self)
             if tag != RowTag.null { release(base + Int(shapes[slot] >> 1) &* 8, tag) }
@@ -37,9 +38,8 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
     /// A row of `layout` with every slot nil.
     static func make(_ layout: RowLayout) -> RowStorage {
         let storage = unsafeDowncast(RowStorage.create(minimumCapacity: layout.wordCount) { _ in layout.header }, to: RowStorage.self)
-        storage.withUnsafeMutablePointerToElements { words in
-            layout.template.withUnsafeBufferPointer { words.initialize(from: $0.baseAddress!, count: layout.wordCount) }
-        }
+        // Every value word zero and every tag `RowTag.null` (0).
+        storage.withUnsafeMutablePointerToElements { $0.initialize(repeating: 0, count: layout.wordCount) }
         return storage
     }
 
@@ -61,7 +61,7 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
                 target.initialize(from: source, count: header.wordCount)
                 let base = UnsafeMutableRawPointer(target), from = UnsafeMutableRawPointer(source)
                 let tags = base + header.tagOffset
-                let shapes = (base + header.shapeOffset).assumingMemoryBound(to: UInt16.self)
+                let shapes = header.shapes
                 for slot in 0..<header.slotCount {
                     // The words were copied bit for bit: what holds a reference takes its own.
                     let offset = Int(shapes[slot] >> 1) &* 8
@@ -88,7 +88,7 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
     private func withSlot<R>(_ slot: Int, _ body: (UnsafeMutableRawPointer, UnsafeMutablePointer<UInt8>, Bool) -> R) -> R {
         withUnsafeMutablePointers { header, words in
             let base = UnsafeMutableRawPointer(words)
-            let shape = (base + header.pointee.shapeOffset).load(fromByteOffset: slot &* 2, as: UInt16.self)
+            let shape = header.pointee.shapes[slot]
             let tag = (base + header.pointee.tagOffset + slot).assumingMemoryBound(to: UInt8.self)
             return body(base + Int(shape >> 1) &* 8, tag, shape & 1 == 1)
         }
@@ -220,21 +220,24 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
 
 /// What a ``RowStorage`` knows about itself (all trivial: no reference counting to read it).
 struct RowStorageHeader: Sendable {
-    // 32-bit, to keep the header at 24 bytes (a row has at most 32,767 words).
-    private var counts: (attributes: Int32, slots: Int32, words: Int32)
-    /// Byte offsets of the shapes and the tags in the tail words.
-    private var offsets: (shapes: Int32, tags: Int32)
+    // An address rather than a pointer, so that the header is plainly `Sendable`: the table is
+    // immutable and never freed (see `RowLayout.internedShapes`), so any thread may read it.
+    private let shapeTable: UInt
+    // 16-bit counts, to keep the header at 16 bytes (``RowLayout`` refuses a row of more words).
+    private let counts: (attributes: UInt16, slots: UInt16, valueWords: UInt16, words: UInt16)
 
-    init(attributeCount: Int, slotCount: Int, wordCount: Int, shapeOffset: Int, tagOffset: Int) {
-        counts = (Int32(attributeCount), Int32(slotCount), Int32(wordCount))
-        offsets = (Int32(shapeOffset), Int32(tagOffset))
+    init(shapes: UnsafePointer<UInt16>, attributeCount: Int, slotCount: Int, valueWordCount: Int, wordCount: Int) {
+        shapeTable = UInt(bitPattern: shapes)
+        counts = (UInt16(attributeCount), UInt16(slotCount), UInt16(valueWordCount), UInt16(wordCount))
     }
 
+    /// Each slot's `wordOffset << 1 | isWide`, shared by every row of the layout.
+    var shapes: UnsafePointer<UInt16> { UnsafePointer(bitPattern: shapeTable).unsafelyUnwrapped }
     var attributeCount: Int { Int(counts.attributes) }
     var slotCount: Int { Int(counts.slots) }
     var wordCount: Int { Int(counts.words) }
-    var shapeOffset: Int { Int(offsets.shapes) }
-    var tagOffset: Int { Int(offsets.tags) }
+    /// Byte offset of the tags in the tail words: right after the values.
+    var tagOffset: Int { Int(counts.valueWords) &* 8 }
 }
 
 /// What a row's slot holds now.
@@ -263,15 +266,32 @@ final class AttributeBox: Sendable {
     init(_ value: AttributeValue) { self.value = value }
 }
 
-/// The shape of one entity's rows: where each slot lives, and an empty row to copy.
+/// The shape of one entity's rows: where each slot lives.
 final class RowLayout: Sendable {
     let header: RowStorageHeader
     var wordCount: Int { header.wordCount }
-    /// A row with every slot nil: new rows start as a copy of these words.
-    let template: [UInt64]
 
     /// `Data` is 16 bytes on the 64-bit platforms Strata runs on; elsewhere binary values are boxed.
     static let dataFitsAWideSlot = MemoryLayout<Data>.size <= 16 && MemoryLayout<Data>.alignment <= 8
+
+    /// One shape table per distinct list of shapes, for the life of the process: rows point at
+    /// theirs without holding a reference (no retain and release per row), and the tables are
+    /// as many as the distinct row shapes of the models a process opens, a few bytes each.
+    /// Addresses are kept as `UInt` (the tables are immutable once made).
+    private static let internedShapes = Locked<[[UInt16]: UInt]>([:])
+
+    private static func interned(_ shapes: [UInt16]) -> UnsafePointer<UInt16> {
+        let address = internedShapes.withLock { tables in
+            if let address = tables[shapes] { return address }
+            let table = UnsafeMutablePointer<UInt16>.allocate(capacity: max(1, shapes.count))
+            table.initialize(repeating: 0, count: max(1, shapes.count))
+            for (slot, shape) in shapes.enumerated() { table[slot] = shape }
+            let address = UInt(bitPattern: table)
+            tables[shapes] = address
+            return address
+        }
+        return UnsafePointer(bitPattern: address).unsafelyUnwrapped
+    }
 
     /// Strings, UUIDs and binary data get wide slots; every other attribute type and each to-one
     /// key a word.
@@ -289,18 +309,9 @@ final class RowLayout: Sendable {
         }
         precondition(words < Int(UInt16.max >> 1), "an entity with this many attributes cannot be stored")
         let slotCount = shapes.count
-        let shapeOffset = words * 8
-        let tagOffset = shapeOffset + slotCount * 2
-        let wordCount = max(1, (tagOffset + slotCount + 7) / 8)
-        header = RowStorageHeader(attributeCount: attributeTypes.count, slotCount: slotCount, wordCount: wordCount,
-                                  shapeOffset: shapeOffset, tagOffset: tagOffset)
-        var template = [UInt64](repeating: 0, count: wordCount)
-        template.withUnsafeMutableBytes { bytes in
-            for (slot, shape) in shapes.enumerated() {
-                bytes.storeBytes(of: shape, toByteOffset: shapeOffset + slot * 2, as: UInt16.self)
-            }
-        }
-        self.template = template
+        let wordCount = max(1, words + (slotCount + 7) / 8)
+        header = RowStorageHeader(shapes: RowLayout.interned(shapes), attributeCount: attributeTypes.count,
+                                  slotCount: slotCount, valueWordCount: words, wordCount: wordCount)
     }
 }
 
