@@ -212,6 +212,14 @@ extension ManagedObjectContext {
         localChanges[keyPath: kind].insert(id)
     }
 
+    /// ``noteLocal(_:_:)`` for an object: its ID is made only when someone listens (every
+    /// attribute set of an import comes through here).
+    @inline(__always)
+    func noteLocal(_ object: ManagedObject, _ kind: WritableKeyPath<ObjectChanges, Set<ObjectID>>) {
+        guard hasListeners.load(ordering: .relaxed) else { return }
+        localChanges[keyPath: kind].insert(object.objectID)
+    }
+
     /// Posts the local changes made since the last call as one objects-did-change. Runs when the
     /// outermost `perform`/`performAndWait` block ends and at the start of a save; call it to
     /// report earlier.

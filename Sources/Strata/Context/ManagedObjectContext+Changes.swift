@@ -8,11 +8,11 @@ extension ManagedObjectContext {
         case .clean:
             object.state = .updated
             updated[object.objectID] = object
-            noteLocal(object.objectID, \.updated)
+            noteLocal(object, \.updated)
         case .updated, .inserted:
             // An inserted object changed after its insert was reported is an update for those
             // who listed it (reported as inserted only when both happen before one report).
-            noteLocal(object.objectID, \.updated)
+            noteLocal(object, \.updated)
         case .deleted, .invalid:
             break
         }
@@ -22,7 +22,7 @@ extension ManagedObjectContext {
         // An inserted object is saved whole whatever changed: no comparison (two value copies).
         if object.state == .inserted {
             object.current.setAttribute(value, at: index)
-            noteLocal(object.objectID, \.updated)
+            noteLocal(object, \.updated)
             return
         }
         guard object.current.attributes[index] != value else { return }
@@ -40,7 +40,7 @@ extension ManagedObjectContext {
     func toManyKeys(_ object: ManagedObject, _ index: Int) throws -> Set<Int64> {
         try loadToMany(object, index)
         var keys = object.toMany[index].value(committed: object.toMany[index].committed ?? [])
-        applyLocalMembership(to: &keys, owner: object.objectID.primaryKey, info: object.info, index: index)
+        applyLocalMembership(to: &keys, owner: object.primaryKey, info: object.info, index: index)
         return keys
     }
 
@@ -59,7 +59,7 @@ extension ManagedObjectContext {
         if case .toOne(let inverse)? = info.toManyInverseSlots[index], !updated.isEmpty {
             for changed in updated.values where changed.entityName == destination {
                 guard let read = changed.committed, read.toOnes[inverse] != changed.current.toOnes[inverse] else { continue }
-                let key = changed.objectID.primaryKey
+                let key = changed.primaryKey
                 if changed.current.toOnes[inverse] == owner { keys.insert(key) } else { keys.remove(key) }
             }
         }
@@ -67,7 +67,7 @@ extension ManagedObjectContext {
         // (a batch request can re-point its row at another owner after the delete: soak seed
         // 12872367117340897650, a cascade from that owner then met the deleted object).
         if !deleted.isEmpty {
-            for gone in deleted.values where gone.entityName == destination { keys.remove(gone.objectID.primaryKey) }
+            for gone in deleted.values where gone.entityName == destination { keys.remove(gone.primaryKey) }
         }
     }
 
@@ -87,7 +87,7 @@ extension ManagedObjectContext {
 
     func setToOne(_ object: ManagedObject, _ index: Int, _ destination: ManagedObject?) throws {
         let old = object.current.toOnes[index]
-        let new = destination?.objectID.primaryKey
+        let new = destination?.primaryKey
         guard old != new else { return }
         let oldObject = try toOneObject(object, index)
         if let destination { try fulfill(destination) }
@@ -102,12 +102,12 @@ extension ManagedObjectContext {
 
     func setToMany(_ object: ManagedObject, _ index: Int, _ objects: [ManagedObject]) throws {
         let currentKeys = try toManyKeys(object, index)
-        let newKeys = Set(objects.map(\.objectID.primaryKey))
+        let newKeys = Set(objects.map(\.primaryKey))
         let destination = object.info.toManys[index].destination
         for key in currentKeys.subtracting(newKeys).sorted() {
             try removeFromToMany(object, index, try self.object(with: ObjectID(entityName: destination, primaryKey: key)))
         }
-        for other in objects where !currentKeys.contains(other.objectID.primaryKey) {
+        for other in objects where !currentKeys.contains(other.primaryKey) {
             try addToToMany(object, index, other)
         }
     }
@@ -116,7 +116,7 @@ extension ManagedObjectContext {
     func addToToMany(_ object: ManagedObject, _ index: Int, _ member: ManagedObject) throws {
         try loadToMany(object, index)
         try fulfill(member)
-        object.toMany[index].add(member.objectID.primaryKey)
+        object.toMany[index].add(member.primaryKey)
         markChanged(object)
         guard let inverse = object.info.toManyInverseSlots[index] else { return }
         try addInverse(of: object, to: member, inverse: inverse, relationship: .toMany(index))
@@ -125,7 +125,7 @@ extension ManagedObjectContext {
     func removeFromToMany(_ object: ManagedObject, _ index: Int, _ member: ManagedObject) throws {
         try loadToMany(object, index)
         try fulfill(member)
-        object.toMany[index].remove(member.objectID.primaryKey)
+        object.toMany[index].remove(member.primaryKey)
         markChanged(object)
         guard let inverse = object.info.toManyInverseSlots[index] else { return }
         try removeInverse(of: object, from: member, inverse: inverse)
@@ -138,7 +138,7 @@ extension ManagedObjectContext {
         switch inverse {
         case .toOne(let i):
             let previous = target.current.toOnes[i]
-            guard previous != source.objectID.primaryKey else { return }
+            guard previous != source.primaryKey else { return }
             if let previous {
                 // `target` leaves its previous owner's relationship.
                 let previousOwner = try object(with: ObjectID(entityName: source.info.name, primaryKey: previous))
@@ -148,16 +148,16 @@ extension ManagedObjectContext {
                     markChanged(previousOwner)
                 case .toMany(let j):
                     try loadToMany(previousOwner, j)
-                    previousOwner.toMany[j].remove(target.objectID.primaryKey)
+                    previousOwner.toMany[j].remove(target.primaryKey)
                     markChanged(previousOwner)
                 default: break       // (also: the previous owner's row is gone)
                 }
             }
-            target.current.setToOne(source.objectID.primaryKey, at: i)
+            target.current.setToOne(source.primaryKey, at: i)
             markChanged(target)
         case .toMany(let i):
             try loadToMany(target, i)
-            target.toMany[i].add(source.objectID.primaryKey)
+            target.toMany[i].add(source.primaryKey)
             markChanged(target)
         default:
             break
@@ -182,12 +182,12 @@ extension ManagedObjectContext {
         guard try fulfillUnlessGone(target) else { return }
         switch inverse {
         case .toOne(let i):
-            guard target.current.toOnes[i] == source.objectID.primaryKey else { return }
+            guard target.current.toOnes[i] == source.primaryKey else { return }
             target.current.setToOne(nil, at: i)
             markChanged(target)
         case .toMany(let i):
             try loadToMany(target, i)
-            target.toMany[i].remove(source.objectID.primaryKey)
+            target.toMany[i].remove(source.primaryKey)
             markChanged(target)
         default:
             break
@@ -212,7 +212,7 @@ extension ManagedObjectContext {
         let wasInserted = object.state == .inserted
         object.state = .deleted
         deleted[object.objectID] = object
-        noteLocal(object.objectID, \.deleted)
+        noteLocal(object, \.deleted)
         for relationship in object.info.entity.relationships {
             let members = try relatedObjects(object, relationship.name)
             let inverse = object.info.slot(relationship.name).flatMap(object.info.inverseSlot(of:))

@@ -240,25 +240,25 @@ extension ManagedObjectContext {
     @discardableResult
     func rederivePendingMembers(of object: ManagedObject, _ only: Int? = nil) throws -> Bool {
         var pending = false
-        let key = object.objectID.primaryKey
+        let key = object.primaryKey
         for (index, inverse) in object.info.toManyInverseSlots.enumerated() where only == nil || only == index {
             guard case .toOne(let j)? = inverse else { continue }
             let destination = object.info.toManys[index].destination
             var state = ToManyState()
             for other in inserted.values where other.info.name == destination && other.current.toOnes[j] == key {
-                state.add(other.objectID.primaryKey)
+                state.add(other.primaryKey)
             }
             for other in updated.values where other.info.name == destination {
                 guard let saved = other.committed else { continue }   // a fault changed nothing
                 let before = saved.toOnes[j], now = other.current.toOnes[j]
                 guard before != now else { continue }
-                if now == key { state.add(other.objectID.primaryKey) }
-                if before == key { state.remove(other.objectID.primaryKey) }
+                if now == key { state.add(other.primaryKey) }
+                if before == key { state.remove(other.primaryKey) }
             }
             for other in deleted.values where other.info.name == destination {
                 let rule = other.info.toOnes[j].deleteRule
                 guard rule == .nullify || rule == .cascade, (other.committed ?? other.current).toOnes[j] == key else { continue }
-                state.remove(other.objectID.primaryKey)
+                state.remove(other.primaryKey)
             }
             object.toMany[index] = state
             pending = pending || state.hasChanges

@@ -326,7 +326,7 @@ extension ManagedObjectContext {
         var last: EntityInfo?
         changes.inserted.reserveCapacity(inserted.count)
         for object in inserted.values {
-            changes.inserted.append((object.info, object.objectID.primaryKey, object.current))
+            changes.inserted.append((object.info, object.primaryKey, object.current))
             // Objects come grouped by entity more often than not: one name hash per run.
             if object.info !== last {
                 changes.touchedEntities.insert(object.info.name)
@@ -336,7 +336,7 @@ extension ManagedObjectContext {
         }
         for object in updated.values where hasPendingDifference(object) {
             if let original = object.committed, object.current != original {
-                changes.updated.append((object.info, object.objectID.primaryKey, object.current, original))
+                changes.updated.append((object.info, object.primaryKey, object.current, original))
             }
             changes.touchedEntities.insert(object.info.name)
             collectJoinChanges(object, into: &changes)
@@ -345,11 +345,11 @@ extension ManagedObjectContext {
         changes.inserted.sort { ($0.0.ordinal, $0.1) < ($1.0.ordinal, $1.1) }
         changes.updated.sort { ($0.0.ordinal, $0.1) < ($1.0.ordinal, $1.1) }
         for object in deleted.values {
-            changes.deleted.append((object.info, object.objectID.primaryKey, object.committed ?? object.current))
+            changes.deleted.append((object.info, object.primaryKey, object.committed ?? object.current))
             changes.touchedEntities.insert(object.info.name)
             for storage in object.info.toManyStorage {
                 if case let .joinTable(table, own, _) = storage {
-                    changes.joinRowsOfDeleted.append((object.objectID, table, own, object.objectID.primaryKey))
+                    changes.joinRowsOfDeleted.append((object.objectID, table, own, object.primaryKey))
                 }
             }
         }
@@ -360,7 +360,7 @@ extension ManagedObjectContext {
     private func collectJoinChanges(_ object: ManagedObject, into changes: inout StoreChanges) {
         for (index, storage) in object.info.toManyStorage.enumerated() {
             guard case let .joinTable(table, own, _) = storage, own == "\"a\"" else { continue }
-            let key = object.objectID.primaryKey
+            let key = object.primaryKey
             let destination = object.info.toManys[index].destination
             for other in object.toMany[index].added {
                 changes.joinInserts.append((object.objectID, ObjectID(entityName: destination, primaryKey: other), table, key, other))
@@ -396,7 +396,7 @@ extension ManagedObjectContext {
     func forgetDeletedMembers(_ gone: Dictionary<ObjectID, ManagedObject>.Values) {
         guard !gone.isEmpty else { return }
         var keysByEntity: [String: Set<Int64>] = [:]
-        for object in gone { keysByEntity[object.info.name, default: []].insert(object.objectID.primaryKey) }
+        for object in gone { keysByEntity[object.info.name, default: []].insert(object.primaryKey) }
         for object in registered.values where !object.toMany.isEmpty {
             for index in object.toMany.indices where object.toMany[index].committed != nil {
                 guard let keys = keysByEntity[object.info.toManys[index].destination] else { continue }

@@ -226,7 +226,7 @@ public class AnyFetchedResultsController {
         if plan.request.includesPendingChanges, context.chainHasPendingChanges(plan.entities) {
             return try context.fetch(plan.request).map { object in
                 let values = try plan.sortValues(ObjectSubject(object: object, context: context))
-                return FetchedRow(key: object.objectID.primaryKey, section: sectioned ? AnyFetchedResultsController.sectionValue(values[0]) : .null,
+                return FetchedRow(key: object.primaryKey, section: sectioned ? AnyFetchedResultsController.sectionValue(values[0]) : .null,
                                   stamp: AnyFetchedResultsController.contentStamp(object.current), content: true)
             }
         }

@@ -125,14 +125,14 @@ extension ManagedObjectContext {
         // here with their changes until a save decides, as a child's fetch sees them.
         if updated.values.contains(where: { $0.info === plan.info }) {
             let listed = Set(rows.lazy.map(\.0))
-            objects += updated.values.filter { $0.info === plan.info && !listed.contains($0.objectID.primaryKey) }
+            objects += updated.values.filter { $0.info === plan.info && !listed.contains($0.primaryKey) }
         }
         objects = try objects.filter { try plan.matches($0, in: self) }
         // Each object's sort values once (they may follow relationships), not per comparison.
         let keyed = try objects.map { ($0, try plan.sortValues(ObjectSubject(object: $0, context: self))) }
         objects = keyed.sorted { l, r in
             let order = plan.compareSortValues(l.1, r.1)
-            return order != 0 ? order < 0 : l.0.objectID.primaryKey < r.0.objectID.primaryKey
+            return order != 0 ? order < 0 : l.0.primaryKey < r.0.primaryKey
         }.map(\.0)
         let start = min(plan.request.fetchOffset, objects.count)
         let end = plan.request.fetchLimit.map { min(start + $0, objects.count) } ?? objects.count

@@ -24,8 +24,13 @@ internal import Foundation
 /// Objects are not `Sendable`: pass ``objectID`` between contexts instead. Touching an object
 /// off its context's queue is a programmer error and stops with a precondition failure.
 open class ManagedObject: Hashable, CustomStringConvertible {
-    /// The permanent identity of the object.
-    public let objectID: ObjectID
+    /// The permanent identity of the object: its entity's name and primary key.
+    // Made on demand rather than stored: the entity's name is `info.name`, and an object without
+    // the name's 16 bytes is one malloc size class smaller (96 bytes, not 112), 16 bytes less
+    // for every object an import holds.
+    public var objectID: ObjectID { ObjectID(entityName: info.name, primaryKey: primaryKey) }
+    /// The object's primary key in its entity's table.
+    let primaryKey: Int64
     let info: EntityInfo
     /// The way to the context: shared by all its objects, held strongly (see ``ContextLink``).
     let link: ContextLink
@@ -62,7 +67,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// (they inherit this one), and never call it themselves: insert through the context.
     public required init(_ creation: Creation) {
         info = creation.info
-        objectID = creation.id
+        assert(creation.id.entityName == creation.info.name, "an object's ID names its own entity")
+        primaryKey = creation.id.primaryKey
         link = creation.link
         // No call into `Array(repeating:count:)` for the many entities without to-manys (see
         // `RowSnapshot.init(defaultsOf:)` on what that call costs).

@@ -296,7 +296,7 @@ extension RowSnapshot {
             switch value {
             case nil, is NSNull: toOnes[index] = nil
             case let id as ObjectID where id.entityName == destination: toOnes[index] = id.primaryKey
-            case let object as ManagedObject where object.objectID.entityName == destination: toOnes[index] = object.objectID.primaryKey
+            case let object as ManagedObject where object.objectID.entityName == destination: toOnes[index] = object.primaryKey
             default:
                 throw ObjectError.wrongType(entity: info.name, key: key, expected: "an ObjectID of \(destination)", actual: "\(type(of: value!))")
             }

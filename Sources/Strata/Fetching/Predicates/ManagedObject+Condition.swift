@@ -6,7 +6,7 @@ struct ObjectSubject: ConditionSubject {
     let object: ManagedObject
     let context: ManagedObjectContext
 
-    var primaryKey: Int64 { object.objectID.primaryKey }
+    var primaryKey: Int64 { object.primaryKey }
 
     func storedValue(attribute index: Int) throws -> SQLiteValue {
         try context.fulfill(object)
