@@ -22,6 +22,24 @@ import Testing
         #expect(line.contains(" added=none"), "\(line)")
     }
 
+    /// A descriptor whose file is unlinked between the two lists is the same descriptor (the
+    /// kernel then names it `… (deleted)`); one opened in between is added.
+    @Test func anUnlinkedFileStaysTheSameDescriptor() throws {
+        let directory = TemporaryDirectory("strata-fd-unlinked")
+        let path = directory.file("kept").path
+        _ = FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
+        let fd = open(path, O_RDONLY)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        let before = OpenDescriptors.list()
+        unlink(path)
+        #expect(OpenDescriptors.list().contains { $0.fd == fd && $0.target.hasSuffix(" (deleted)") })
+        #expect(OpenDescriptors.added(since: before, now: OpenDescriptors.list()).isEmpty)
+        let other = open(directory.file("other-\(UUID())").path, O_RDWR | O_CREAT, 0o600)
+        defer { close(other) }
+        #expect(OpenDescriptors.added(since: before, now: OpenDescriptors.list()).contains { $0.hasPrefix("\(other) ") })
+    }
+
     /// `rounds` times: a run to the end, a run killed at once, a run killed at its deadline and a
     /// launch of a file that is not executable. One summary line:
     /// `harness-descriptors: launches=N before=B after=A problems=P added=…`.

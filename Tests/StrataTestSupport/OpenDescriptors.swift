@@ -27,8 +27,19 @@ public enum OpenDescriptors {
     }
 
     /// The descriptors open in `after` and not in `before`, for a failure message.
+    ///
+    /// A descriptor is the same when its number and what it refers to are, compared without the
+    /// ` (deleted)` the kernel appends once the file is unlinked: a process inherits descriptors
+    /// (an exit test's child, those of the tests running beside it in the parent), and another
+    /// test deleting its temporary directory in between turned such a descriptor into an
+    /// "added" one in CI.
     public static func added(since before: [(fd: Int32, target: String)], now after: [(fd: Int32, target: String)]) -> [String] {
-        let old = Set(before.map { "\($0.fd) \($0.target)" })
-        return after.map { "\($0.fd) \($0.target)" }.filter { !old.contains($0) }
+        func identity(_ entry: (fd: Int32, target: String)) -> String {
+            let suffix = " (deleted)"
+            let target = entry.target.hasSuffix(suffix) ? String(entry.target.dropLast(suffix.count)) : entry.target
+            return "\(entry.fd) \(target)"
+        }
+        let old = Set(before.map(identity))
+        return after.filter { !old.contains(identity($0)) }.map { "\($0.fd) \($0.target)" }
     }
 }

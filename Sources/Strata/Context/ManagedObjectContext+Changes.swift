@@ -34,7 +34,7 @@ extension ManagedObjectContext {
 
     func toOneObject(_ object: ManagedObject, _ index: Int) throws -> ManagedObject? {
         guard let key = object.current.toOnes[index] else { return nil }
-        return try self.object(with: ObjectID(entityName: object.info.toOneDestinations[index], primaryKey: key))
+        return try self.object(with: ObjectID(entity: object.info.toOneDestinationNames[index], primaryKey: key))
     }
 
     func toManyKeys(_ object: ManagedObject, _ index: Int) throws -> Set<Int64> {
@@ -72,8 +72,8 @@ extension ManagedObjectContext {
     }
 
     func toManyObjects(_ object: ManagedObject, _ index: Int) throws -> Set<ManagedObject> {
-        let destination = object.info.toManys[index].destination
-        return Set(try toManyKeys(object, index).map { try self.object(with: ObjectID(entityName: destination, primaryKey: $0)) })
+        let destination = EntityName.interned(object.info.toManys[index].destination)
+        return Set(try toManyKeys(object, index).map { try self.object(with: ObjectID(entity: destination, primaryKey: $0)) })
     }
 
     /// Reads the members of a to-many relationship once: from the parent context for a child,
@@ -103,9 +103,9 @@ extension ManagedObjectContext {
     func setToMany(_ object: ManagedObject, _ index: Int, _ objects: [ManagedObject]) throws {
         let currentKeys = try toManyKeys(object, index)
         let newKeys = Set(objects.map(\.primaryKey))
-        let destination = object.info.toManys[index].destination
+        let destination = EntityName.interned(object.info.toManys[index].destination)
         for key in currentKeys.subtracting(newKeys).sorted() {
-            try removeFromToMany(object, index, try self.object(with: ObjectID(entityName: destination, primaryKey: key)))
+            try removeFromToMany(object, index, try self.object(with: ObjectID(entity: destination, primaryKey: key)))
         }
         for other in objects where !currentKeys.contains(other.primaryKey) {
             try addToToMany(object, index, other)
@@ -141,7 +141,7 @@ extension ManagedObjectContext {
             guard previous != source.primaryKey else { return }
             if let previous {
                 // `target` leaves its previous owner's relationship.
-                let previousOwner = try object(with: ObjectID(entityName: source.info.name, primaryKey: previous))
+                let previousOwner = try object(with: ObjectID(entity: source.info.internedName, primaryKey: previous))
                 switch try fulfillUnlessGone(previousOwner) ? relationship : nil {
                 case .toOne(let j):
                     previousOwner.current.setToOne(nil, at: j)

@@ -227,7 +227,7 @@ extension ManagedObjectContext {
             guard case .toMany(let index)? = inverse else { continue }
             var keys = Set([object.current.toOnes[j]].compactMap { $0 })
             if let before = object.committed?.toOnes[j] { keys.insert(before) }
-            for key in keys { result.append((ObjectID(entityName: object.info.toOneDestinations[j], primaryKey: key), index)) }
+            for key in keys { result.append((ObjectID(entity: object.info.toOneDestinationNames[j], primaryKey: key), index)) }
         }
         return result
     }

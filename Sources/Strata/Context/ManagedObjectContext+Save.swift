@@ -312,7 +312,7 @@ extension ManagedObjectContext {
     private func resetInverses(of object: ManagedObject, ours: RowSnapshot, final: RowSnapshot) {
         for i in object.info.toOnes.indices where ours.toOnes[i] != final.toOnes[i] {
             for key in [ours.toOnes[i], final.toOnes[i]].compactMap({ $0 }) {
-                registered[ObjectID(entityName: object.info.toOneDestinations[i], primaryKey: key)]?.resetToMany()
+                registered[ObjectID(entity: object.info.toOneDestinationNames[i], primaryKey: key)]?.resetToMany()
             }
         }
     }
@@ -361,12 +361,12 @@ extension ManagedObjectContext {
         for (index, storage) in object.info.toManyStorage.enumerated() {
             guard case let .joinTable(table, own, _) = storage, own == "\"a\"" else { continue }
             let key = object.primaryKey
-            let destination = object.info.toManys[index].destination
+            let destination = EntityName.interned(object.info.toManys[index].destination)
             for other in object.toMany[index].added {
-                changes.joinInserts.append((object.objectID, ObjectID(entityName: destination, primaryKey: other), table, key, other))
+                changes.joinInserts.append((object.objectID, ObjectID(entity: destination, primaryKey: other), table, key, other))
             }
             for other in object.toMany[index].removed {
-                changes.joinDeletes.append((object.objectID, ObjectID(entityName: destination, primaryKey: other), table, key, other))
+                changes.joinDeletes.append((object.objectID, ObjectID(entity: destination, primaryKey: other), table, key, other))
             }
         }
     }

@@ -182,7 +182,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public func insert(_ entityName: String) throws -> ManagedObject {
         assertOnQueue()
         let info = try insertInfo(entityName)
-        let id = ObjectID(entityName: info.name, primaryKey: try coordinator.reservePrimaryKey(for: info))
+        let id = ObjectID(entity: info.internedName, primaryKey: try coordinator.reservePrimaryKey(for: info))
         let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, link: link, row: nil, isNew: true))
         registered[id] = object
         inserted[id] = object
@@ -258,7 +258,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Registers `row` as object `key` of `info`: an unchanged registered object takes the fresher
     /// values; one with pending changes keeps them.
     func register(_ info: EntityInfo, _ key: Int64, _ row: RowSnapshot) -> ManagedObject {
-        let id = ObjectID(entityName: info.name, primaryKey: key)
+        let id = ObjectID(entity: info.internedName, primaryKey: key)
         if let object = registered[id] {
             if object.isFault || object.state == .clean {
                 object.load(row)

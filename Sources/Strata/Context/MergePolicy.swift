@@ -163,7 +163,7 @@ extension MergePolicy {
         func attribute(_ row: RowSnapshot?, _ i: Int) -> MergeConflict.Value { row.map { .attribute($0.attributes[i]) } ?? .deleted }
         func object(_ row: RowSnapshot?, _ i: Int) -> MergeConflict.Value {
             guard let row else { return .deleted }
-            return .object(row.toOnes[i].map { ObjectID(entityName: info.toOneDestinations[i], primaryKey: $0) })
+            return .object(row.toOnes[i].map { ObjectID(entity: info.toOneDestinationNames[i], primaryKey: $0) })
         }
         let eitherDeleted = ours == nil || theirs == nil
         for (i, property) in info.attributes.enumerated()

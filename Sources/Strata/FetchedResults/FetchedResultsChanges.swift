@@ -45,8 +45,10 @@ public struct FetchedSection: Sendable, Equatable {
     public var objectIDs: [ObjectID] {
         get {
             switch ids {
-            case let .shared(rows, section, entity): rows.keys(section: section).map { ObjectID(entityName: entity, primaryKey: $0) }
-            case .explicit(let ids): ids
+            case let .shared(rows, section, entity):
+                let name = EntityName.interned(entity)
+                return rows.keys(section: section).map { ObjectID(entity: name, primaryKey: $0) }
+            case .explicit(let ids): return ids
             }
         }
         set { ids = .explicit(newValue) }

@@ -421,8 +421,8 @@ extension AnyFetchedResultsController {
     /// move otherwise, and always a move when its section changed. Updates are reported only for
     /// rows in `updated` (their own object changed).
     func changeSet(before: FetchedRows, after: FetchedRows, tracked: [Tracked], updated: Set<Int64>) -> FetchedChanges {
-        let entity = checkedPlan().info.name
-        func id(_ key: Int64) -> ObjectID { ObjectID(entityName: entity, primaryKey: key) }
+        let entity = checkedPlan().info.name, interned = checkedPlan().info.internedName
+        func id(_ key: Int64) -> ObjectID { ObjectID(entity: interned, primaryKey: key) }
         func path(_ location: FetchedRows.Location) -> FetchedIndexPath { FetchedIndexPath(item: location.item, section: location.section) }
         var result = FetchedChanges(before: FetchedSnapshot(rows: before, entity: entity), after: FetchedSnapshot(rows: after, entity: entity))
         let oldNames = Set(before.sections.map(\.name)), newNames = Set(after.sections.map(\.name))

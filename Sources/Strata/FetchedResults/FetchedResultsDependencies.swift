@@ -130,7 +130,7 @@ struct VisibleSubject: ConditionSubject {
     let row: RowSnapshot
 
     init?(context: ManagedObjectContext, info: EntityInfo, key: Int64) throws {
-        guard let row = try context.visibleRow(ObjectID(entityName: info.name, primaryKey: key)) else { return nil }
+        guard let row = try context.visibleRow(ObjectID(entity: info.internedName, primaryKey: key)) else { return nil }
         self.context = context
         self.info = info
         primaryKey = key
@@ -151,8 +151,8 @@ struct VisibleSubject: ConditionSubject {
 
     func members(toMany index: Int) throws -> [VisibleSubject] {
         let destination = context.schema.infos[info.toManys[index].destination]!
-        let keys = try context.visibleToManyKeys(ObjectID(entityName: info.name, primaryKey: primaryKey), info, index)
-        let rows = try context.visibleRows(keys.sorted().map { ObjectID(entityName: destination.name, primaryKey: $0) })
+        let keys = try context.visibleToManyKeys(ObjectID(entity: info.internedName, primaryKey: primaryKey), info, index)
+        let rows = try context.visibleRows(keys.sorted().map { ObjectID(entity: destination.internedName, primaryKey: $0) })
         return rows.map { VisibleSubject(context: context, info: destination, primaryKey: $0.key.primaryKey, row: $0.value) }
     }
 

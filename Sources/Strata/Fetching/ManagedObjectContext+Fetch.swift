@@ -40,8 +40,8 @@ extension ManagedObjectContext {
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
         if fresh {
-            let name = plan.info.name
-            for (key, row) in rows { objects.append(registerNew(plan.info, ObjectID(entityName: name, primaryKey: key), row)) }
+            let name = plan.info.internedName
+            for (key, row) in rows { objects.append(registerNew(plan.info, ObjectID(entity: name, primaryKey: key), row)) }
         } else {
             for (key, row) in rows { objects.append(register(plan.info, key, row)) }
         }
@@ -64,12 +64,12 @@ extension ManagedObjectContext {
         let plan = try FetchPlan(request.untyped, schema: schema)
         if hasPendingChanges(for: plan) { return try fetchMergingPendingChanges(plan).map(\.objectID) }
         let sql = plan.selectSQL("t0.\(quoted(primaryKeyColumn))")
-        let name = plan.info.name
+        let name = plan.info.internedName
         return try coordinator.withConnection { db in
             var ids: [ObjectID] = []
             let statement = try db.cachedStatement(sql)
             try statement.bind(plan.arguments)
-            try statement.forEachRow { ids.append(ObjectID(entityName: name, primaryKey: $0.int64(at: 0))) }
+            try statement.forEachRow { ids.append(ObjectID(entity: name, primaryKey: $0.int64(at: 0))) }
             return ids
         }
     }
@@ -112,7 +112,7 @@ extension ManagedObjectContext {
                 var stored = Set<Int64>()
                 rows = rows.compactMap { key, row in
                     stored.insert(key)
-                    let id = ObjectID(entityName: plan.info.name, primaryKey: key)
+                    let id = ObjectID(entity: plan.info.internedName, primaryKey: key)
                     if overlay.deleted.contains(id) { return nil }
                     return (key, overlay.rows[id] ?? row)
                 }

@@ -28,7 +28,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     // Made on demand rather than stored: the entity's name is `info.name`, and an object without
     // the name's 16 bytes is one malloc size class smaller (96 bytes, not 112), 16 bytes less
     // for every object an import holds.
-    public var objectID: ObjectID { ObjectID(entityName: info.name, primaryKey: primaryKey) }
+    public var objectID: ObjectID { ObjectID(entity: info.internedName, primaryKey: primaryKey) }
     /// The object's primary key in its entity's table.
     let primaryKey: Int64
     let info: EntityInfo

@@ -7,26 +7,64 @@ public import Foundation
 /// inserted, so an ID never changes on save and survives `VACUUM` and reopening. Its URI form is
 /// `strata://<store-uuid>/<Entity>/<pk>`.
 public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public let entityName: String
+    /// The entity's name, interned: one ``EntityName`` per distinct name for the life of the
+    /// process, so an ID is 16 bytes (not 24 with a `String`), two IDs compare by address, and
+    /// copying one retains nothing. Kept as an address so that the ID is plainly `Sendable`.
+    private let entityAddress: UInt
     public let primaryKey: Int64
 
     public init(entityName: String, primaryKey: Int64) {
-        self.entityName = entityName
+        self.init(entity: EntityName.interned(entityName), primaryKey: primaryKey)
+    }
+
+    /// An ID of an entity whose interned name is at hand (``EntityInfo/internedName``): no lookup.
+    init(entity: EntityName, primaryKey: Int64) {
+        entityAddress = UInt(bitPattern: Unmanaged.passUnretained(entity).toOpaque())
         self.primaryKey = primaryKey
     }
 
+    var entity: EntityName {
+        Unmanaged<EntityName>.fromOpaque(UnsafeRawPointer(bitPattern: entityAddress).unsafelyUnwrapped).takeUnretainedValue()
+    }
+
+    public var entityName: String { entity.name }
+
     public var description: String { "\(entityName)/\(primaryKey)" }
 
-    /// Hashes the primary key only: hashing the entity name too costs a string hash per lookup,
-    /// and IDs of different entities with the same key are still told apart by `==`.
+    public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
+        lhs.primaryKey == rhs.primaryKey && lhs.entityAddress == rhs.entityAddress
+    }
+
+    /// Hashes the primary key only: IDs of different entities with the same key are still told
+    /// apart by `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(primaryKey) }
 
     public static func < (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        (lhs.entityName, lhs.primaryKey) < (rhs.entityName, rhs.primaryKey)
+        guard lhs.entityAddress != rhs.entityAddress else { return lhs.primaryKey < rhs.primaryKey }
+        return (lhs.entityName, lhs.primaryKey) < (rhs.entityName, rhs.primaryKey)
     }
 
     /// `strata://<store-uuid>/<Entity>/<pk>`.
     public func uriRepresentation(storeUUID: UUID) -> URL {
         URL(string: "strata://\(storeUUID.uuidString)/\(entityName)/\(primaryKey)")!
+    }
+}
+
+/// An entity's name, interned (``ObjectID``). One per distinct name, never freed: the table holds
+/// them, and they are as many as the entity names a process uses.
+final class EntityName: Sendable {
+    let name: String
+
+    private init(_ name: String) { self.name = name }
+
+    private static let table = Locked<[String: EntityName]>([:])
+
+    static func interned(_ name: String) -> EntityName {
+        table.withLock { names in
+            if let existing = names[name] { return existing }
+            let new = EntityName(name)
+            names[name] = new
+            return new
+        }
     }
 }

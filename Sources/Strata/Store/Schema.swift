@@ -90,6 +90,8 @@ enum ToManyStorage: Sendable {
 /// One entity, resolved for storage.
 final class EntityInfo: Sendable {
     let name: String
+    /// `name`, interned: the IDs of this entity's objects point at it.
+    let internedName: EntityName
     /// The entity's position in the schema (by name): an index for per-entity arrays.
     let ordinal: Int
     let entity: Entity
@@ -104,6 +106,8 @@ final class EntityInfo: Sendable {
     let slotTable: SlotTable
     /// Destination entity of each to-one slot.
     let toOneDestinations: [String]
+    /// `toOneDestinations`, interned (IDs of the destinations are made without a lookup).
+    let toOneDestinationNames: [EntityName]
     /// The inverse's slot in the destination entity, per to-one and per to-many (`nil`: no inverse).
     let toOneInverseSlots: [Slot?]
     let toManyInverseSlots: [Slot?]
@@ -170,6 +174,7 @@ final class EntityInfo: Sendable {
 
     init(entity: Entity, ordinal: Int, entities: [Entity], joins: [String: JoinTable]) {
         name = entity.name
+        internedName = EntityName.interned(entity.name)
         self.ordinal = ordinal
         self.entity = entity
         table = quoted(entity.name)
@@ -177,6 +182,7 @@ final class EntityInfo: Sendable {
         toOnes = entity.relationships.filter { !$0.isToMany }
         toManys = entity.relationships.filter(\.isToMany)
         toOneDestinations = toOnes.map(\.destination)
+        toOneDestinationNames = toOnes.map { EntityName.interned($0.destination) }
         func inverseSlot(_ relationship: Relationship) -> Slot? {
             guard let inverse = relationship.inverse,
                   let destination = entities.first(where: { $0.name == relationship.destination }) else { return nil }

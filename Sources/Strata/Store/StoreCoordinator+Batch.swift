@@ -48,7 +48,7 @@ extension StoreCoordinator {
                     let key = first + Int64(index)
                     if validates, !ManagedObjectContext.rowHasOnlyRequiredChecks(row.values, info: info) {
                         failures += ManagedObjectContext.rowFailures(row.values, info: info,
-                                                                      id: ObjectID(entityName: info.name, primaryKey: key))
+                                                                      id: ObjectID(entity: info.internedName, primaryKey: key))
                     }
                     guard failures.isEmpty else { continue }
                     try insert.bind(key, at: 1)
@@ -94,7 +94,7 @@ extension StoreCoordinator {
                 return (first, generation)
             }
         }
-        let ids = (first..<(first + count)).map { ObjectID(entityName: info.name, primaryKey: $0) }
+        let ids = (first..<(first + count)).map { ObjectID(entity: info.internedName, primaryKey: $0) }
         finishBatch(touched: touched, deleted: [], generation: generation)
         return BatchResult(entityName: info.name, objectIDs: ids, generation: generation, touchedEntities: touched)
     }
@@ -125,7 +125,7 @@ extension StoreCoordinator {
             return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: [])
         }
         // The rules the new values must keep (a required property cleared, a bound broken).
-        let probe = ObjectID(entityName: info.name, primaryKey: 0)
+        let probe = ObjectID(entity: info.internedName, primaryKey: 0)
         let failures = ManagedObjectContext.rowFailures(template, info: info, id: probe).filter { failure in
             attributeIndexes.contains { info.attributes[$0].name == failure.key } || toOneIndexes.contains { info.toOnes[$0].name == failure.key }
         }
@@ -148,7 +148,7 @@ extension StoreCoordinator {
                 if !failures.isEmpty {
                     guard let first = try keys().first else { return ([], nil) }
                     throw ValidationError(failures: failures.map {
-                        ValidationFailure(objectID: ObjectID(entityName: info.name, primaryKey: first), key: $0.key, rule: $0.rule, message: $0.message)
+                        ValidationFailure(objectID: ObjectID(entity: info.internedName, primaryKey: first), key: $0.key, rule: $0.rule, message: $0.message)
                     })
                 }
                 for index in toOneIndexes {
@@ -196,7 +196,7 @@ extension StoreCoordinator {
             return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: [])
         }
         finishBatch(touched: touched, deleted: [], generation: generation)
-        return BatchResult(entityName: info.name, objectIDs: result.0.map { ObjectID(entityName: info.name, primaryKey: $0) },
+        return BatchResult(entityName: info.name, objectIDs: result.0.map { ObjectID(entity: info.internedName, primaryKey: $0) },
                            generation: generation, touchedEntities: touched)
     }
 
@@ -325,7 +325,7 @@ extension StoreCoordinator {
         guard let generation = result.1 else {
             return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: [])
         }
-        let ids = result.0.map { ObjectID(entityName: info.name, primaryKey: $0) }
+        let ids = result.0.map { ObjectID(entity: info.internedName, primaryKey: $0) }
         finishBatch(touched: result.2, deleted: Set(ids), generation: generation)
         return BatchResult(entityName: info.name, objectIDs: ids, generation: generation, touchedEntities: result.2)
     }

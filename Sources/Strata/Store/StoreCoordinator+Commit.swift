@@ -30,7 +30,7 @@ extension StoreCoordinator {
                 /// Runs the policy on a row whose optimistic write found another version.
                 func resolve(_ info: EntityInfo, _ key: Int64, original: RowSnapshot, ours: RowSnapshot?) throws -> (RowSnapshot?, ConflictOutcome?) {
                     let theirs = try StoreCoordinator.readRow(db, info, key)
-                    let id = ObjectID(entityName: info.name, primaryKey: key)
+                    let id = ObjectID(entity: info.internedName, primaryKey: key)
                     do {
                         return (theirs, try policy.resolve(info, id, original: original, ours: ours, theirs: theirs, stored: { theirs }))
                     } catch let error as MergeConflictError {
@@ -44,7 +44,7 @@ extension StoreCoordinator {
                         wrote = true
                         continue
                     }
-                    let id = ObjectID(entityName: info.name, primaryKey: key)
+                    let id = ObjectID(entity: info.internedName, primaryKey: key)
                     switch try resolve(info, key, original: original, ours: nil) {
                     case (_, nil), (_, .delete?):
                         try db.cachedStatement(info.forceDeleteSQL).execute(.integer(key))
@@ -86,7 +86,7 @@ extension StoreCoordinator {
                         wrote = true
                         continue
                     }
-                    let id = ObjectID(entityName: info.name, primaryKey: key)
+                    let id = ObjectID(entity: info.internedName, primaryKey: key)
                     switch try resolve(info, key, original: original, ours: row) {
                     case (_, nil):
                         resolutions[id] = .written(try StoreCoordinator.forceUpdate(db, info, key, row))
@@ -202,7 +202,7 @@ extension StoreCoordinator {
                     info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
                 try statement.bind("[" + ids.map { String($0.primaryKey) }.joined(separator: ",") + "]", at: 1)
                 try statement.forEachRow {
-                    rows[ObjectID(entityName: entity, primaryKey: $0.int64(at: 0))] = RowSnapshot(statement: $0, info: info)
+                    rows[ObjectID(entity: info.internedName, primaryKey: $0.int64(at: 0))] = RowSnapshot(statement: $0, info: info)
                 }
             }
             return rows
@@ -294,7 +294,7 @@ extension StoreCoordinator {
         func check(_ info: EntityInfo, _ key: Int64, _ row: RowSnapshot, original: RowSnapshot?) throws {
             for i in row.toOnes.indices {
                 guard let destinationKey = row.toOnes[i], destinationKey != original?.toOnes[i] else { continue }
-                let destination = ObjectID(entityName: info.toOneDestinations[i], primaryKey: destinationKey)
+                let destination = ObjectID(entity: info.toOneDestinationNames[i], primaryKey: destinationKey)
                 if found.contains(destination) { continue }
                 // A destination this commit inserts is there: no lookup (the keys of each
                 // destination entity gathered once, when first needed).
@@ -314,15 +314,15 @@ extension StoreCoordinator {
                     }
                     gone.insert(destination)
                 }
-                let before: MergeConflict.Value = .object(original?.toOnes[i].map { ObjectID(entityName: destination.entityName, primaryKey: $0) })
-                conflicts.append(MergeConflict(objectID: ObjectID(entityName: info.name, primaryKey: key), key: info.toOnes[i].name,
+                let before: MergeConflict.Value = .object(original?.toOnes[i].map { ObjectID(entity: destination.entity, primaryKey: $0) })
+                conflicts.append(MergeConflict(objectID: ObjectID(entity: info.internedName, primaryKey: key), key: info.toOnes[i].name,
                                                ours: .object(destination), original: before,
                                                theirs: .missing(destination), stored: .missing(destination)))
             }
         }
         for (info, key, row) in changes.inserted { try check(info, key, row, original: nil) }
         for (info, key, row, original) in changes.updated {
-            switch resolutions[ObjectID(entityName: info.name, primaryKey: key)] {
+            switch resolutions[ObjectID(entity: info.internedName, primaryKey: key)] {
             case nil: try check(info, key, row, original: original)
             case .written(let merged)?: try check(info, key, merged, original: original)
             case .adoptedTheirs?, .deletedByThem?: continue
