@@ -100,7 +100,7 @@ extension ManagedObjectContext {
         guard let parent else { return nil }
         let changes = try pendingStoreChanges()
         guard !changes.isEmpty else { return nil }
-        let predicted = predictedRows()
+        let predicted = predictedRows(inserting: changes.inserted, withMembers: changes.insertedWithMembers)
         let outcome = try parent.performAndWait { try parent.commitForDescendant(changes, predicted, origin: self) }
         guard let outcome else { return nil }
         let (rows, removed) = finishSave(outcome.resolutions, committed: true, gather: isObserved)
@@ -130,15 +130,14 @@ extension ManagedObjectContext {
     }
 
     /// The rows a root commit of the pending changes writes, with their new versions.
-    private func predictedRows() -> RowChanges {
+    ///
+    /// `inserted` is the commit's own list (``StoreChanges/inserted``, each row at version 1),
+    /// shared rather than copied: an import of a million objects would otherwise hold a second
+    /// million-entry list while SQLite writes.
+    private func predictedRows(inserting inserted: [(ObjectID, RowSnapshot)], withMembers: Set<ObjectID>) -> RowChanges {
         var rows = RowChanges()
-        rows.inserted.reserveCapacity(inserted.count)
-        for object in inserted.values {
-            var row = object.current
-            row.version = 1
-            rows.inserted.append((object.objectID, row))
-            if object.toMany.contains(where: \.hasChanges) { rows.toManyTouched.insert(object.objectID) }
-        }
+        rows.inserted = inserted
+        rows.toManyTouched = withMembers
         for object in updated.values {
             let membership = object.toMany.contains(where: \.hasChanges)
             if membership { rows.toManyTouched.insert(object.objectID) }
@@ -326,7 +325,11 @@ extension ManagedObjectContext {
         var last: EntityInfo?
         changes.inserted.reserveCapacity(inserted.count)
         for object in inserted.values {
-            changes.inserted.append((object.info, object.primaryKey, object.current))
+            // At the version the INSERT gives it (the column's default, 1; no version is bound).
+            var row = object.current
+            row.version = 1
+            changes.inserted.append((object.objectID, row))
+            if !object.toMany.isEmpty, object.toMany.contains(where: \.hasChanges) { changes.insertedWithMembers.insert(object.objectID) }
             // Objects come grouped by entity more often than not: one name hash per run.
             if object.info !== last {
                 changes.touchedEntities.insert(object.info.name)
@@ -341,8 +344,9 @@ extension ManagedObjectContext {
             changes.touchedEntities.insert(object.info.name)
             collectJoinChanges(object, into: &changes)
         }
-        // By entity name (an entity's ordinal is its place by name), then key: no string compares.
-        changes.inserted.sort { ($0.0.ordinal, $0.1) < ($1.0.ordinal, $1.1) }
+        // By entity name, then key (IDs of one entity compare by key alone; names are compared
+        // only between entities).
+        changes.inserted.sort { $0.0 < $1.0 }
         changes.updated.sort { ($0.0.ordinal, $0.1) < ($1.0.ordinal, $1.1) }
         for object in deleted.values {
             changes.deleted.append((object.info, object.primaryKey, object.committed ?? object.current))

@@ -41,7 +41,8 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible 
 
     public static func < (lhs: ObjectID, rhs: ObjectID) -> Bool {
         guard lhs.entityAddress != rhs.entityAddress else { return lhs.primaryKey < rhs.primaryKey }
-        return (lhs.entityName, lhs.primaryKey) < (rhs.entityName, rhs.primaryKey)
+        // Different entities, so different names: by name (a save sorts its new rows this way).
+        return EntityName.precedes(lhs.entity, rhs.entity)
     }
 
     /// `strata://<store-uuid>/<Entity>/<pk>`.
@@ -54,8 +55,25 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible 
 /// them, and they are as many as the entity names a process uses.
 final class EntityName: Sendable {
     let name: String
+    /// An ASCII name's first 8 bytes, big-endian, zero-padded: two names whose prefixes differ
+    /// are ordered by them without a string comparison. `nil` for other names (`String`'s order
+    /// is by normalised scalars, which bytes of an unnormalised name need not follow).
+    private let asciiPrefix: UInt64?
 
-    private init(_ name: String) { self.name = name }
+    private init(_ name: String) {
+        self.name = name
+        if name.utf8.allSatisfy({ $0 < 0x80 }) {
+            asciiPrefix = name.utf8.prefix(8).enumerated().reduce(0) { $0 | UInt64($1.element) << (56 - 8 * $1.offset) }
+        } else {
+            asciiPrefix = nil
+        }
+    }
+
+    /// Whether `lhs`'s name sorts before `rhs`'s (as `String` orders them).
+    static func precedes(_ lhs: EntityName, _ rhs: EntityName) -> Bool {
+        if let left = lhs.asciiPrefix, let right = rhs.asciiPrefix, left != right { return left < right }
+        return lhs.name < rhs.name
+    }
 
     private static let table = Locked<[String: EntityName]>([:])
 

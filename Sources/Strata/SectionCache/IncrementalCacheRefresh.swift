@@ -128,7 +128,7 @@ extension StoreChanges {
             keys[entity, default: []].append(key)
             return count <= limit
         }
-        for (info, key, _) in inserted { guard add(info.name, key) else { return nil } }
+        for (id, _) in inserted { guard add(id.entityName, id.primaryKey) else { return nil } }
         for (info, key, _, _) in updated { guard add(info.name, key) else { return nil } }
         for (info, key, _) in deleted { guard add(info.name, key) else { return nil } }
         for (owner, other, _, _, _) in joinInserts + joinDeletes {

@@ -18,6 +18,11 @@ let versionColumn = "_version"
 /// Immutable after creation.
 final class Schema: Sendable {
     let infos: [String: EntityInfo]
+    /// `infos` by interned name (an ``ObjectID``'s entity): a pointer's hash, not a string's.
+    private let infosByInternedName: [ObjectIdentifier: EntityInfo]
+
+    /// The info of `id`'s entity.
+    func info(of id: ObjectID) -> EntityInfo? { infosByInternedName[ObjectIdentifier(id.entity)] }
     let joinTables: [JoinTable]
     /// The owning model's ``Model/jsonData()``, encoded once: every store opening compares it
     /// with the stored model, and `JSONEncoder` was about a third of a migrating open.
@@ -48,6 +53,7 @@ final class Schema: Sendable {
             infos[entity.name] = EntityInfo(entity: entity, ordinal: ordinal, entities: entities, joins: joins)
         }
         self.infos = infos
+        infosByInternedName = Dictionary(uniqueKeysWithValues: infos.values.map { (ObjectIdentifier($0.internedName), $0) })
     }
 
     /// Every statement that creates the schema, in order.

@@ -69,9 +69,13 @@ extension StoreCoordinator {
                     statements[key] = statement
                     return statement
                 }
-                for (info, key, row) in changes.inserted {
+                var entity: EntityInfo?
+                for (id, row) in changes.inserted {
+                    // Rows come grouped by entity: one lookup per run.
+                    if entity?.internedName !== id.entity { entity = model.schema.info(of: id) }
+                    guard let info = entity else { throw ObjectError.unknownEntity(id.entityName) }
                     let insert = try statement(info, info.insertSQL)
-                    try insert.bind(key, at: 1)
+                    try insert.bind(id.primaryKey, at: 1)
                     try row.execute(insert, from: 2)
                     wrote = true
                 }
@@ -236,7 +240,11 @@ extension StoreCoordinator {
 /// Everything one save writes. Updates and deletes carry the row as read (`original`), whose
 /// version the optimistic write checks.
 struct StoreChanges {
-    var inserted: [(EntityInfo, Int64, RowSnapshot)] = []
+    /// New rows, by entity then key, each at version 1: the very list a save through clean
+    /// ancestors hands them to merge (``RowChanges/inserted``), so an import holds it once.
+    var inserted: [(ObjectID, RowSnapshot)] = []
+    /// The new objects whose to-many relationships gained members (gathered with `inserted`).
+    var insertedWithMembers: Set<ObjectID> = []
     var updated: [(EntityInfo, Int64, RowSnapshot, original: RowSnapshot)] = []
     var deleted: [(EntityInfo, Int64, original: RowSnapshot)] = []
     /// (deleted object, join table, column, key): every join row of a deleted object.
@@ -287,7 +295,7 @@ extension StoreCoordinator {
         var insertedKeys: [String: Set<Int64>] = [:]
         func inserted(_ entity: String) -> Set<Int64> {
             if let keys = insertedKeys[entity] { return keys }
-            let keys = Set(changes.inserted.lazy.filter { $0.0.name == entity }.map(\.1))
+            let keys = Set(changes.inserted.lazy.filter { $0.0.entityName == entity }.map(\.0.primaryKey))
             insertedKeys[entity] = keys
             return keys
         }
@@ -320,7 +328,10 @@ extension StoreCoordinator {
                                                theirs: .missing(destination), stored: .missing(destination)))
             }
         }
-        for (info, key, row) in changes.inserted { try check(info, key, row, original: nil) }
+        for (id, row) in changes.inserted {
+            guard let info = schema.info(of: id) else { throw ObjectError.unknownEntity(id.entityName) }
+            try check(info, id.primaryKey, row, original: nil)
+        }
         for (info, key, row, original) in changes.updated {
             switch resolutions[ObjectID(entity: info.internedName, primaryKey: key)] {
             case nil: try check(info, key, row, original: original)

@@ -10,10 +10,13 @@ import Testing
     }
 
     /// Equality, hashing and order agree with the (name, key) pair, over random IDs of names that
-    /// share prefixes, differ only in case, or are long enough to live on the heap.
+    /// share prefixes, differ only in case, are long enough to live on the heap, or are not ASCII
+    /// (one of them in two normalisations).
     @Test func equalityHashAndOrderAreThoseOfTheNameAndKey() {
         let names = ["Good", "Goods", "good", "Category", "A", "",
-                     "AnEntityWhoseNameIsLongerThanFifteenBytes", "AnEntityWhoseNameIsLongerThanFifteenBytesToo"]
+                     "AnEntityWhoseNameIsLongerThanFifteenBytes", "AnEntityWhoseNameIsLongerThanFifteenBytesToo",
+                     // Non-ASCII, one of them twice: precomposed and decomposed (equal as `String`s).
+                     "Été", "E\u{301}té", "Zoë", "Goods\u{301}"]
         var generator = SystemRandomNumberGenerator()
         var pairs: [(String, Int64)] = []
         for _ in 0..<400 {
@@ -22,7 +25,7 @@ import Testing
         var comparisons = 0, equal = 0
         for (leftName, leftKey) in pairs.prefix(80) {
             // A name built anew each time (not the literal's storage) must intern to the same entity.
-            let left = ObjectID(entityName: String(leftName.utf8.map { Character(UnicodeScalar($0)) }), primaryKey: leftKey)
+            let left = ObjectID(entityName: String(decoding: Array(leftName.utf8), as: UTF8.self), primaryKey: leftKey)
             #expect(left.entityName == leftName && left.primaryKey == leftKey)
             for (rightName, rightKey) in pairs {
                 let right = ObjectID(entityName: rightName, primaryKey: rightKey)
