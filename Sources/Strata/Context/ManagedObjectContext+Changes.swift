@@ -72,7 +72,7 @@ extension ManagedObjectContext {
     }
 
     func toManyObjects(_ object: ManagedObject, _ index: Int) throws -> Set<ManagedObject> {
-        let destination = EntityName.interned(object.info.toManys[index].destination)
+        let destination = object.info.toManyDestinationNames[index]
         return Set(try toManyKeys(object, index).map { try self.object(with: ObjectID(entity: destination, primaryKey: $0)) })
     }
 
@@ -103,7 +103,7 @@ extension ManagedObjectContext {
     func setToMany(_ object: ManagedObject, _ index: Int, _ objects: [ManagedObject]) throws {
         let currentKeys = try toManyKeys(object, index)
         let newKeys = Set(objects.map(\.primaryKey))
-        let destination = EntityName.interned(object.info.toManys[index].destination)
+        let destination = object.info.toManyDestinationNames[index]
         for key in currentKeys.subtracting(newKeys).sorted() {
             try removeFromToMany(object, index, try self.object(with: ObjectID(entity: destination, primaryKey: key)))
         }

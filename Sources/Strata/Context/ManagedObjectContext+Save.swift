@@ -365,7 +365,7 @@ extension ManagedObjectContext {
         for (index, storage) in object.info.toManyStorage.enumerated() {
             guard case let .joinTable(table, own, _) = storage, own == "\"a\"" else { continue }
             let key = object.primaryKey
-            let destination = EntityName.interned(object.info.toManys[index].destination)
+            let destination = object.info.toManyDestinationNames[index]
             for other in object.toMany[index].added {
                 changes.joinInserts.append((object.objectID, ObjectID(entity: destination, primaryKey: other), table, key, other))
             }

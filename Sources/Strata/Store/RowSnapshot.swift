@@ -6,10 +6,10 @@ internal import StrataSQLite
 ///
 /// Equality compares the values only: the version is optimistic-locking bookkeeping, and two
 /// snapshots with the same values are the same row state whatever version each was read at.
-// @unchecked Sendable because: its RowStorage is shared only by copies of a snapshot and is
-// changed only through one holding the single reference (`isKnownUniquelyReferenced`, a copy
-// otherwise: the copy-on-write of `Array`'s buffer), and all it holds (strings, data, boxed
-// `AttributeValue`s) is `Sendable`.
+// Its RowStorage is shared only by copies of a snapshot and is changed only through one holding
+// the single reference (`isKnownUniquelyReferenced`, a copy otherwise: the copy-on-write of
+// `Array`'s buffer); all it holds (strings, data, boxed `AttributeValue`s) is `Sendable`.
+// @unchecked Sendable because of that: no two threads ever change one storage.
 struct RowSnapshot: @unchecked Sendable, Equatable {
     /// Attributes then to-one keys, in one allocation (see ``RowStorage``).
     private var storage: RowStorage

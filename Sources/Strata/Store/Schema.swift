@@ -114,6 +114,8 @@ final class EntityInfo: Sendable {
     let toOneDestinations: [String]
     /// `toOneDestinations`, interned (IDs of the destinations are made without a lookup).
     let toOneDestinationNames: [EntityName]
+    /// Each to-many's destination, interned.
+    let toManyDestinationNames: [EntityName]
     /// The inverse's slot in the destination entity, per to-one and per to-many (`nil`: no inverse).
     let toOneInverseSlots: [Slot?]
     let toManyInverseSlots: [Slot?]
@@ -189,6 +191,7 @@ final class EntityInfo: Sendable {
         toManys = entity.relationships.filter(\.isToMany)
         toOneDestinations = toOnes.map(\.destination)
         toOneDestinationNames = toOnes.map { EntityName.interned($0.destination) }
+        toManyDestinationNames = toManys.map { EntityName.interned($0.destination) }
         func inverseSlot(_ relationship: Relationship) -> Slot? {
             guard let inverse = relationship.inverse,
                   let destination = entities.first(where: { $0.name == relationship.destination }) else { return nil }
