@@ -303,10 +303,14 @@ final class ControllerModelRun {
             // it saves: the save meets a conflict and must change nothing.
             if batch.strictPolicy, let item = operations.lazy.compactMap(\.itemReference).first {
                 try main.performAndWait {
-                    let before = Set(main.updatedObjects.map(\.objectID))
                     if try ModelOperation.setNote(item, 9).apply(in: main) {
                         tally.outcomes["conflicting edit on main", default: 0] += 1
-                        editedOnMainBeforeSave = Set(main.updatedObjects.map(\.objectID)).subtracting(before)
+                        // The item edited, whether or not main had unsaved edits of it already
+                        // (it was once "main's updated objects, less those before the edit",
+                        // which missed an item main had already changed: seed
+                        // 3959384710299349932, batch 3138, reported it twice, rightly).
+                        let keys = try ModelOperation.keys("Item", in: main)
+                        editedOnMainBeforeSave = [keys[item % keys.count]]
                     }
                 }
             }
