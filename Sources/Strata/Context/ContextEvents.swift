@@ -189,7 +189,7 @@ extension ManagedObjectContext {
 
     /// Delivers `event`: callbacks first (synchronously, on this queue), then streams. `removed`
     /// holds objects the event names that already left the registry.
-    func post(_ event: ContextEvent, removed: [ObjectID: ManagedObject] = [:]) {
+    func post(_ event: ContextEvent, removed: ObjectTable = [:]) {
         guard hasListeners.load(ordering: .acquiring) else { return }
         let (callbacks, streams) = listeners.withLock { (Array($0.callbacks.values), Array($0.streams.values)) }
         if !callbacks.isEmpty {

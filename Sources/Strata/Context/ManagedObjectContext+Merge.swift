@@ -39,7 +39,7 @@ extension ManagedObjectContext {
                 break
             }
         }
-        var removed: [ObjectID: ManagedObject] = [:]
+        var removed: ObjectTable = [:]
         for id in rows.deleted {
             guard let object = registered[id] ?? deleted[id] else { continue }
             registered[id] = nil
@@ -66,7 +66,7 @@ extension ManagedObjectContext {
     /// versions).
     func storeChangedElsewhere(_ entities: Set<String>, deleted gone: Set<ObjectID> = []) {
         var changes = ObjectChanges(entitiesChangedElsewhere: entities)
-        var removed: [ObjectID: ManagedObject] = [:]
+        var removed: ObjectTable = [:]
         for object in Array(registered.values) where object.state == .clean || object.state == .updated || object.state == .deleted {
             if object.state == .clean, gone.contains(object.objectID) {
                 // Known gone (a batch delete): out now, not a fault that fails when read.
@@ -112,7 +112,7 @@ extension ManagedObjectContext {
 
     /// Takes `object`, whose row is gone, out of the context (pending changes included) and
     /// records it as invalidated.
-    func invalidate(_ object: ManagedObject, into changes: inout ObjectChanges, removed: inout [ObjectID: ManagedObject]) {
+    func invalidate(_ object: ManagedObject, into changes: inout ObjectChanges, removed: inout ObjectTable) {
         let id = object.objectID
         registered[id] = nil
         updated[id] = nil
@@ -152,7 +152,7 @@ extension ManagedObjectContext {
         // Observers hear of the edits made so far first: the refresh's event follows them.
         processPendingChanges()
         var changes = ObjectChanges()
-        var removed: [ObjectID: ManagedObject] = [:]
+        var removed: ObjectTable = [:]
         try refresh(object, mergeChanges: mergeChanges, into: &changes, removed: &removed)
         if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
     }
@@ -163,7 +163,7 @@ extension ManagedObjectContext {
         assertOnQueue()
         processPendingChanges()
         var changes = ObjectChanges()
-        var removed: [ObjectID: ManagedObject] = [:]
+        var removed: ObjectTable = [:]
         for object in Array(registered.values) {
             if object.state == .clean {
                 try refresh(object, mergeChanges: false, into: &changes, removed: &removed)
@@ -175,7 +175,7 @@ extension ManagedObjectContext {
     }
 
     private func refresh(_ object: ManagedObject, mergeChanges: Bool, into changes: inout ObjectChanges,
-                         removed: inout [ObjectID: ManagedObject]) throws {
+                         removed: inout ObjectTable) throws {
         let id = object.objectID
         guard object.state != .inserted, object.state != .invalid else { return }
         if !mergeChanges {

@@ -201,7 +201,7 @@ extension ManagedObjectContext {
             markChanged(object)
             rows.updated.append((id, object.current))
         }
-        var removed: [ObjectID: ManagedObject] = [:]
+        var removed: ObjectTable = [:]
         for (id, original) in push.deleted {
             switch outcomes[id] {
             case .adoptTheirs(let theirs)?:

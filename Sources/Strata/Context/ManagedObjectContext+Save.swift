@@ -172,7 +172,7 @@ extension ManagedObjectContext {
         rollback()
         guard parent != nil else { return vanished }
         var changes = ObjectChanges()
-        var removed: [ObjectID: ManagedObject] = [:]
+        var removed: ObjectTable = [:]
         for object in Array(registered.values) {
             let id = object.objectID
             if vanished.contains(id) {
@@ -211,8 +211,8 @@ extension ManagedObjectContext {
     /// After a successful save: applies conflict resolutions, gives written rows their new
     /// version (`committed`: the rows reached the store), gathers what was saved and makes the
     /// current values the committed ones.
-    private func finishSave(_ resolutions: [ObjectID: Resolution], committed: Bool, gather: Bool) -> (RowChanges, [ObjectID: ManagedObject]) {
-        var removed: [ObjectID: ManagedObject] = [:]
+    private func finishSave(_ resolutions: [ObjectID: Resolution], committed: Bool, gather: Bool) -> (RowChanges, ObjectTable) {
+        var removed: ObjectTable = [:]
         var rows = RowChanges()
         // What a resolution made of values a child pushed here: the children still hold what
         // they pushed (a row the store dropped, values the policy replaced), so the ones that
@@ -397,7 +397,7 @@ extension ManagedObjectContext {
     /// once saved, it is the parent's, and a member list loaded here while it was pending could
     /// still name the object (when a batch request re-pointed its row at an owner its inverse
     /// was never removed from: `StaleMemberTests`).
-    func forgetDeletedMembers(_ gone: Dictionary<ObjectID, ManagedObject>.Values) {
+    func forgetDeletedMembers(_ gone: ObjectTable.Values) {
         guard !gone.isEmpty else { return }
         var keysByEntity: [String: Set<Int64>] = [:]
         for object in gone { keysByEntity[object.info.name, default: []].insert(object.primaryKey) }
@@ -501,7 +501,7 @@ extension ManagedObjectContext {
     func leaveGoneObjectsWithNothingToSave() {
         guard !goneElsewhere.isEmpty else { return }
         var changes = ObjectChanges()
-        var removed: [ObjectID: ManagedObject] = [:]
+        var removed: ObjectTable = [:]
         for id in goneElsewhere {
             guard let object = updated[id], object.current == object.committed else { continue }
             invalidate(object, into: &changes, removed: &removed)

@@ -38,10 +38,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     // Unchecked exclusivity: touched once or twice per object inserted, fetched or saved, only
     // on the context's queue, and never held inout across a call that touches them again.
-    @exclusivity(unchecked) var registered: [ObjectID: ManagedObject] = [:]
-    @exclusivity(unchecked) var inserted: [ObjectID: ManagedObject] = [:]
-    @exclusivity(unchecked) var updated: [ObjectID: ManagedObject] = [:]
-    @exclusivity(unchecked) var deleted: [ObjectID: ManagedObject] = [:]
+    @exclusivity(unchecked) var registered = ObjectTable()
+    @exclusivity(unchecked) var inserted = ObjectTable()
+    @exclusivity(unchecked) var updated = ObjectTable()
+    @exclusivity(unchecked) var deleted = ObjectTable()
     /// Objects with pending changes whose row another connection deleted (learnt from
     /// ``StoreCoordinator/processExternalChanges()``): a rollback removes them instead of bringing
     /// back values no row holds.

@@ -10,7 +10,7 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// The entity's name, interned: one ``EntityName`` per distinct name for the life of the
     /// process, so an ID is 16 bytes (not 24 with a `String`), two IDs compare by address, and
     /// copying one retains nothing. Kept as an address so that the ID is plainly `Sendable`.
-    private let entityAddress: UInt
+    let entityAddress: UInt
     public let primaryKey: Int64
 
     public init(entityName: String, primaryKey: Int64) {
@@ -19,7 +19,7 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible 
 
     /// An ID of an entity whose interned name is at hand (``EntityInfo/internedName``): no lookup.
     init(entity: EntityName, primaryKey: Int64) {
-        entityAddress = UInt(bitPattern: Unmanaged.passUnretained(entity).toOpaque())
+        entityAddress = entity.address
         self.primaryKey = primaryKey
     }
 
@@ -59,6 +59,9 @@ final class EntityName: Sendable {
     /// are ordered by them without a string comparison. `nil` for other names (`String`'s order
     /// is by normalised scalars, which bytes of an unnormalised name need not follow).
     private let asciiPrefix: UInt64?
+
+    /// The address an ``ObjectID`` keeps (interned names are never freed).
+    var address: UInt { UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
 
     private init(_ name: String) {
         self.name = name

@@ -1,0 +1,87 @@
+import Foundation
+@testable import Strata
+import Testing
+
+/// `ObjectTable`, the contexts' identity map and change tables, checked against the dictionary it
+/// replaced: random inserts, replacements, removals (which shift entries back), lookups, copies
+/// mutated apart and iteration, over keys of two entities that collide on purpose.
+@Suite struct ObjectTableTests {
+    static let model = try! Model(entities: [
+        Entity("A", attributes: [Attribute("name", .string)]),
+        Entity("B", attributes: [Attribute("name", .string)]),
+    ])
+
+    @Test(arguments: [20, 300, 5_000])
+    func behavesAsTheDictionary(keyRange: Int) throws {
+        let coordinator = try StoreCoordinator(inMemoryWith: Self.model)
+        let context = coordinator.newContext()
+        try context.performAndWait {
+            // Faults of both entities, the same keys in each (negative ones too).
+            var objects: [ManagedObject] = []
+            for entity in ["A", "B"] {
+                for key in -keyRange / 4..<keyRange {
+                    objects.append(try context.object(with: ObjectID(entityName: entity, primaryKey: Int64(key))))
+                }
+            }
+            var generator = SystemRandomNumberGenerator()
+            var table = ObjectTable(), reference: [ObjectID: ManagedObject] = [:]
+            var copies: [(ObjectTable, [ObjectID: ManagedObject])] = []
+            var counts = [String: Int]()
+            for step in 0..<(keyRange * 12) {
+                let object = objects.randomElement(using: &generator)!
+                let id = object.objectID
+                switch Int.random(in: 0..<10, using: &generator) {
+                case 0..<5:
+                    counts[reference[id] == nil ? "insert" : "replace", default: 0] += 1
+                    table[id] = object
+                    reference[id] = object
+                case 5..<8:
+                    counts[reference[id] == nil ? "remove absent" : "remove", default: 0] += 1
+                    #expect(table.removeValue(forKey: id) === reference.removeValue(forKey: id))
+                case 8:
+                    counts["set nil", default: 0] += 1
+                    table[id] = nil
+                    reference[id] = nil
+                default:
+                    // A copy now and then, checked at the end (a few dozen: each check is whole).
+                    if copies.count < 40 {
+                        counts["copy", default: 0] += 1
+                        copies.append((table, reference))
+                    }
+                }
+                #expect(table[id] === reference[id])
+                #expect(table.count == reference.count)
+                if step % max(97, keyRange * 2) == 0 { try Self.expectSame(table, reference) }
+            }
+            // Every lookup, present or not.
+            for object in objects { #expect(table[object.objectID] === reference[object.objectID]) }
+            try Self.expectSame(table, reference)
+            // Copies kept their contents while the table changed on.
+            for (copy, expected) in copies { try Self.expectSame(copy, expected) }
+            table.removeAll()
+            #expect(table.isEmpty && table[objects[0].objectID] == nil)
+            print("object-table: keys=\(keyRange) \(counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")) copies=\(copies.count)")
+            #expect(counts["remove", default: 0] > 0 && counts["replace", default: 0] > 0)
+        }
+    }
+
+    /// The table holds the objects (8 bytes a slot and a control byte), not their IDs beside them.
+    @Test func aSlotIsAnObjectReference() {
+        #expect(MemoryLayout<ManagedObject?>.stride == 8)
+        #expect(MemoryLayout<ObjectTable>.size == 8)
+    }
+
+    static func expectSame(_ table: ObjectTable, _ reference: [ObjectID: ManagedObject],
+                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(table.count == reference.count, sourceLocation: sourceLocation)
+        var seen = Set<ObjectID>()
+        for (id, object) in table {
+            #expect(object.objectID == id, sourceLocation: sourceLocation)
+            #expect(reference[id] === object, sourceLocation: sourceLocation)
+            #expect(seen.insert(id).inserted, "\(id) listed twice", sourceLocation: sourceLocation)
+        }
+        #expect(seen.count == reference.count, sourceLocation: sourceLocation)
+        #expect(Set(table.keys) == Set(reference.keys), sourceLocation: sourceLocation)
+        #expect(table.values.count == reference.count, sourceLocation: sourceLocation)
+    }
+}
