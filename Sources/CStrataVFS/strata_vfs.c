@@ -504,3 +504,7 @@ int strata_vfs_register(void) {
     pthread_once(&registrationOnce, registerOnce);
     return registration;
 }
+
+int strata_set_checkpoint_on_close(sqlite3 *db, int enabled) {
+    return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, enabled ? 0 : 1, (int *)0);
+}

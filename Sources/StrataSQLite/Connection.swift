@@ -119,6 +119,21 @@ public final class Connection {
         }
     }
 
+    /// Sets the journal mode (`PRAGMA journal_mode`), which writes the database header when the
+    /// mode changes: for a connection opened with ``Configuration/setsJournalMode`` `false`
+    /// once it knows the file is one it may write.
+    public func setJournalMode(_ mode: Configuration.JournalMode) throws {
+        _ = try pragma("journal_mode", set: mode.rawValue)
+    }
+
+    /// Whether closing this connection, when it is the last one to a WAL database, checkpoints
+    /// the log into the file (SQLite's default; `SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`). Off, a
+    /// connection that only read leaves the file's bytes as they were.
+    public func setCheckpointOnClose(_ enabled: Bool) throws {
+        let code = strata_set_checkpoint_on_close(liveHandle, enabled ? 1 : 0)
+        guard code == SQLITE_OK else { throw error(code: code, sql: nil) }
+    }
+
     /// Gives a database file that has no page yet the reserve and the application id of a
     /// checksummed store, before anything (the journal mode) writes its first page.
     private func reservePageChecksumsIfNew() throws {

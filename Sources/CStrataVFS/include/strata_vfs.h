@@ -47,4 +47,8 @@ int strata_header_is_checksummed(const unsigned char header[100]);
 /// 1 when the last 8 bytes of the page are its checksum, 0 otherwise.
 int strata_page_checksum_matches(const unsigned char *page, int size);
 
+/// Whether closing the last connection to a WAL database checkpoints it
+/// (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`, which Swift cannot call: `sqlite3_db_config` is variadic).
+int strata_set_checkpoint_on_close(sqlite3 *db, int enabled);
+
 #endif

@@ -22,6 +22,64 @@ extension StoreCoordinator {
         }
     }
 
+    /// Opens the existing, non-empty file at `path` once, for the coordinator to keep: read-write,
+    /// but writing nothing until the file is known to be a Strata store of `model`, or one that
+    /// `options.migration` may migrate. Until then the journal mode is left as the file has it,
+    /// and closing the connection does not checkpoint a WAL that a crash left into the file, so a
+    /// refused file keeps its bytes. (A hot rollback journal is rolled back, as by any writer.)
+    ///
+    /// Returns the store's identity (`nil` for a database with no tables, which gets created) and
+    /// the connection; no connection when a mapping model rebuilt the file beside it.
+    static func openExisting(path: String, model: Model, configuration: Connection.Configuration,
+                             options: StoreOptions) throws -> (ExistingStore?, Connection?) {
+        var checking = configuration
+        checking.setsJournalMode = false
+        checking.createIfMissing = false
+        let db: Connection
+        do {
+            db = try Connection(path: path, configuration: checking)
+        } catch let error as SQLiteError {
+            if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path) }
+            throw StoreError(error, path: path)
+        }
+        do {
+            try db.setCheckpointOnClose(false)
+            let existing: ExistingStore?
+            do {
+                existing = try existingStore(on: db, path: path, model: model)
+            } catch StoreError.modelMismatch where options.migration.allowsMigration {
+                try db.setJournalMode(configuration.journalMode)
+                try db.setCheckpointOnClose(true)
+                guard try migrateInPlace(db, path: path, model: model, mode: options.migration,
+                                         progress: options.migrationProgress) else {
+                    // A mapping model builds a new file and swaps it in, which this connection
+                    // would not see: migrate by path, then read the new file's identity.
+                    db.close()
+                    try migrateIfNeeded(path: path, model: model, mode: options.migration, configuration: configuration,
+                                        progress: options.migrationProgress)
+                    return (try probe(path: path, model: model), nil)
+                }
+                let uuid = try db.prepare("SELECT store_uuid FROM strata_meta WHERE id = 1")
+                guard try uuid.step(), let storeUUID = UUID(uuidString: uuid.string(at: 0)) else {
+                    throw StoreError.notAStrataStore(path: path)
+                }
+                uuid.reset()
+                // The migration wrote `model`'s JSON into the metadata.
+                return (ExistingStore(uuid: storeUUID, modelJSON: String(decoding: model.jsonData(), as: UTF8.self)), db)
+            }
+            if configuration.setsJournalMode { try db.setJournalMode(configuration.journalMode) }
+            try db.setCheckpointOnClose(true)
+            return (existing, db)
+        } catch {
+            db.close()
+            if let error = error as? SQLiteError {
+                if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path) }
+                throw StoreError(error, path: path)
+            }
+            throw error
+        }
+    }
+
     /// Opens `path` read-write (never creating it) and reads once, so that SQLite rolls back a
     /// hot journal left by a crash.
     static func recoverHotJournal(path: String) throws {

@@ -69,39 +69,13 @@ public final class StoreCoordinator: @unchecked Sendable {
         configuration.cacheSizeKiB = options.cacheSizeKiB
         configuration.publicStatementArguments = options.publicStatementArguments
         configuration.pageChecksums = options.pageChecksums
-        let existing: ExistingStore?
-        /// Set when a lightweight migration ran on the coordinator's own connection.
-        var opened: Connection?
-        do {
-            existing = try StoreCoordinator.probe(path: path, model: model)
-        } catch StoreError.modelMismatch(let storePath, let storeVersion, let storeHash, let modelVersion, let modelHash) {
-            guard options.migration.allowsMigration else {
-                throw StoreError.modelMismatch(path: storePath, storeVersion: storeVersion, storeHash: storeHash,
-                                               modelVersion: modelVersion, modelHash: modelHash)
-            }
-            // A lightweight chain migrates on the connection the coordinator keeps: the store is
-            // probed read-only once (refusing touches nothing) and opened once. A chain with a
-            // mapping model builds a new file and swaps it in, so it migrates by path first.
-            let db: Connection
-            do { db = try Connection(path: path, configuration: configuration) } catch let error as SQLiteError {
-                throw StoreError(error, path: path)
-            }
-            do {
-                if try StoreCoordinator.migrateInPlace(db, path: path, model: model, mode: options.migration,
-                                                       progress: options.migrationProgress) {
-                    existing = try StoreCoordinator.existingStore(on: db, path: path, model: model)
-                    opened = db
-                } else {
-                    db.close()
-                    try StoreCoordinator.migrateIfNeeded(path: path, model: model, mode: options.migration, configuration: configuration,
-                                                         progress: options.migrationProgress)
-                    existing = try StoreCoordinator.probe(path: path, model: model)
-                }
-            } catch {
-                db.close()
-                if let error = error as? SQLiteError { throw StoreError(error, path: path) }
-                throw error
-            }
+        // An existing file is opened once, and checked (perhaps migrated) on the connection kept:
+        // `opened` is that connection, unless a mapping model rebuilt the file beside it.
+        let existing: ExistingStore?, opened: Connection?
+        if let size = FileSystemPath(path).fileSize, size > 0 {
+            (existing, opened) = try StoreCoordinator.openExisting(path: path, model: model, configuration: configuration, options: options)
+        } else {
+            (existing, opened) = (nil, nil)
         }
         do {
             connection = try opened ?? Connection(path: path, configuration: configuration)

@@ -96,6 +96,35 @@ import StrataSQLite
         #expect(try reopened.context.performAndWait { try reopened.context.count(for: FetchRequest(entityName: "Department")) } == 1)
     }
 
+    /// A store whose last commits are still in its WAL (the process died before a checkpoint),
+    /// opened with another model: refused, and neither the file nor its WAL changes (the
+    /// connection that read the store's identity does not checkpoint on close). Opened with its
+    /// own model, the commits are there.
+    @Test func aCrashedStoreOpenedWithAnotherModelKeepsItsFileAndWAL() throws {
+        let store = try TestStore()
+        for name in ["A", "B", "C"] { _ = try insertDepartment(store, name) }
+        // A copy of the file and its WAL while the coordinator is open: what a crash leaves.
+        let crashed = TemporaryDirectory("strata-crashed-wal")
+        let url = crashed.file("store.sqlite")
+        try FileManager.default.copyItem(at: store.url, to: url)
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: store.url.path + "-wal"), to: URL(fileURLWithPath: url.path + "-wal"))
+        store.coordinator.close()
+        let file = try Data(contentsOf: url), wal = try Data(contentsOf: URL(fileURLWithPath: url.path + "-wal"))
+        #expect(wal.count > 32, "the copy's WAL holds the commits")
+        let other = try Model(version: "2", entities: TestModels.company().entities.map { entity in
+            var entity = entity
+            if entity.name == "Badge" { entity.attributes.append(Attribute("issued", .date)) }
+            return entity
+        })
+        #expect(throws: StoreError.self) { try StoreCoordinator(model: other, url: url) }
+        #expect(try Data(contentsOf: url) == file)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: url.path + "-wal")) == wal)
+        let reopened = try StoreCoordinator(model: TestModels.company(), url: url)
+        let context = reopened.newContext()
+        #expect(try context.performAndWait { try context.count(for: FetchRequest(entityName: "Department")) } == 3)
+        reopened.close()
+    }
+
     @Test func notADatabaseAndNotAStrataStoreAreTypedErrors() throws {
         let directory = TemporaryDirectory()
         let junk = directory.file("junk.sqlite")
