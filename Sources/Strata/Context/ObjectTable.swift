@@ -42,10 +42,15 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
     @discardableResult
     mutating func removeValue(forKey id: ObjectID) -> ManagedObject? {
         guard storage != nil else { return nil }
-        let (slot, found) = storage!.find(id.tableHash, primaryKey: id.primaryKey, entity: id.entityBits)
-        guard found else { return nil }
-        makeUnique(capacity: storage!.capacity)
-        return storage!.remove(at: slot)
+        // No reference to the storage is held across the uniqueness check (one would make it
+        // fail). Shared storage is copied only when the key is there.
+        if !isKnownUniquelyReferenced(&storage) {
+            guard self[id] != nil else { return nil }
+            makeUnique(capacity: storage.unsafelyUnwrapped.capacity)
+        }
+        let current = storage.unsafelyUnwrapped
+        let (slot, found) = current.find(id.tableHash, primaryKey: id.primaryKey, entity: id.entityBits)
+        return found ? current.remove(at: slot) : nil
     }
 
     mutating func reserveCapacity(_ minimumCount: Int) {
@@ -77,28 +82,32 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
 
     private mutating func insert(_ object: ManagedObject, hash: UInt64, id: ObjectID) {
         assert(object.objectID == id, "ObjectTable: \(object.objectID) stored under \(id)")
-        if storage == nil || storage!.count + 1 > storage!.capacity / 4 * 3 {
-            // Replacing an entry never grows the table.
-            if let storage, storage.find(hash, primaryKey: id.primaryKey, entity: id.entityBits).found {
-                makeUnique(capacity: storage.capacity)
-            } else {
-                makeUnique(capacity: Storage.capacity(for: count + 1))
+        // The common case first: this table's own storage, with room (or the key already in it).
+        // `isKnownUniquelyReferenced` on the optional itself: no retain and release around it,
+        // which a force-unwrapped `storage!` cost on every insert.
+        if isKnownUniquelyReferenced(&storage) {
+            let current = storage.unsafelyUnwrapped
+            if current.count + 1 <= current.capacity / 4 * 3
+                || current.find(hash, primaryKey: id.primaryKey, entity: id.entityBits).found {
+                current.insert(object, hash: hash, primaryKey: id.primaryKey, entity: id.entityBits)
+                return
             }
-        } else {
-            makeUnique(capacity: storage!.capacity)
         }
-        storage!.insert(object, hash: hash, primaryKey: id.primaryKey, entity: id.entityBits)
+        makeUnique(capacity: Storage.capacity(for: count + 1))
+        storage.unsafelyUnwrapped.insert(object, hash: hash, primaryKey: id.primaryKey, entity: id.entityBits)
     }
 
     /// Makes `storage` this table's own, with at least `capacity` slots.
     private mutating func makeUnique(capacity: Int) {
-        if storage != nil, storage!.capacity >= capacity, isKnownUniquelyReferenced(&storage!) { return }
+        if isKnownUniquelyReferenced(&storage), storage.unsafelyUnwrapped.capacity >= capacity { return }
         let new = Storage(capacity: Swift.max(capacity, storage?.capacity ?? 0))
-        if let old = storage {
+        if isKnownUniquelyReferenced(&storage) {
+            // Growing storage no one else holds: its objects move, with no retain and release
+            // each (an import grows its tables by moving every object about twice).
+            storage.unsafelyUnwrapped.moveAll(into: new)
+        } else if let old = storage {
             for index in 0..<old.capacity where old.controls[index] != 0 {
-                let object = old.objects[index].unsafelyUnwrapped
-                new.insert(object, hash: Storage.hash(object), primaryKey: object.primaryKey,
-                           entity: object.info.internedName.address)
+                new.place(old.objects[index].unsafelyUnwrapped)
             }
         }
         storage = new
@@ -201,6 +210,27 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
                 controls[slot] = Storage.control(hash)
                 count += 1
             }
+        }
+
+        /// Puts `object`, whose key is not in the table, in the first free slot of its probe
+        /// sequence (growing and copying: no equality to check).
+        func place(_ object: consuming ManagedObject) {
+            let hash = Storage.hash(object)
+            var slot = Int(truncatingIfNeeded: hash) & mask
+            while controls[slot] != 0 { slot = (slot &+ 1) & mask }
+            controls[slot] = Storage.control(hash)
+            (objects + slot).pointee = consume object
+            count += 1
+        }
+
+        /// Moves every object into `new` and leaves this storage empty.
+        func moveAll(into new: Storage) {
+            for index in 0..<capacity where controls[index] != 0 {
+                if let object = (objects + index).move() { new.place(object) }
+                (objects + index).initialize(to: nil)
+                controls[index] = 0
+            }
+            count = 0
         }
 
         /// Empties `slot` and moves back the entries after it that would no longer be found.
