@@ -85,3 +85,21 @@ import Testing
         #expect(table.values.count == reference.count, sourceLocation: sourceLocation)
     }
 }
+
+/// Dictionary-shaped views of a table, for tests that compare a context's tables with
+/// expectations (the library itself never needs them).
+extension ObjectTable {
+    /// The entries as a dictionary, each object transformed (as `Dictionary.mapValues`).
+    func mapValues<T>(_ transform: (ManagedObject) throws -> T) rethrows -> [ObjectID: T] {
+        var result: [ObjectID: T] = [:]
+        for object in values { result[object.objectID] = try transform(object) }
+        return result
+    }
+
+    /// The entries that satisfy `isIncluded`, as a dictionary (as `Dictionary.filter`).
+    func filter(_ isIncluded: ((key: ObjectID, value: ManagedObject)) throws -> Bool) rethrows -> [ObjectID: ManagedObject] {
+        var result: [ObjectID: ManagedObject] = [:]
+        for entry in self where try isIncluded(entry) { result[entry.key] = entry.value }
+        return result
+    }
+}
