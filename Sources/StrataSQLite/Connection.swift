@@ -286,6 +286,14 @@ public final class Connection {
         return result
     }
 
+    /// Pages this connection has read from the file (its page cache's misses,
+    /// `SQLITE_DBSTATUS_CACHE_MISS`) since open or the last call with `reset`.
+    public func pageReads(reset: Bool = false) -> Int {
+        var current: Int32 = 0, highwater: Int32 = 0
+        sqlite3_db_status(liveHandle, SQLITE_DBSTATUS_CACHE_MISS, &current, &highwater, reset ? 1 : 0)
+        return Int(current)
+    }
+
     /// Sets every counter back to zero.
     public func resetStatistics() {
         for counter in counters.values { counter.prepared = 0; counter.executed = 0; counter.rows = 0 }

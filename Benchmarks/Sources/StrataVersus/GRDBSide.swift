@@ -100,7 +100,11 @@ enum GRDBSide {
     }
 
     static func open(_ store: StorePath) throws -> DatabaseQueue {
-        try DatabaseQueue(path: store.path, configuration: configuration())
+        try openPath(store.path)
+    }
+
+    static func openPath(_ path: String) throws -> DatabaseQueue {
+        try DatabaseQueue(path: path, configuration: configuration())
     }
 
     /// v1: the flights schema (the same SQL as the raw side); v2: the migration workload's column.

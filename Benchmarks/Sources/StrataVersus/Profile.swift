@@ -32,11 +32,13 @@ enum Profile {
         ("fetch", "Strata: fetch every flight, every attribute read through o[attribute:] (StrataSide.fetchAllAndRead)"),
         ("fetch-entity", "Strata: fetch every flight as TypedFlight, every attribute read through its @Entity property"),
         ("raw-fetch", "raw C API: every flight decoded into structs (RawDB.allFlights)"),
+        ("grdb-fetch", "GRDB: every flight fetched as records (GRDBSide.allFlights) from the raw store"),
         ("predicate-typed", "Strata: FetchRequest<TypedFlight>(#Predicate { origin?.faa == \"JFK\" && (dep_delay ?? 0) > 60 }) built and fetched"),
         ("predicate-format", "Strata: Condition(\"origin.faa == %@ AND dep_delay > %@\") with \"JFK\", 60.0, parsed and fetched"),
         ("string", "Strata: fetch of tailnum BEGINSWITH[c] 'n1' (condition parsed outside)"),
         ("raw-string", "raw C API: tailnum LIKE 'n1%' decoded into structs"),
         ("frc", "Strata: results controller performFetch, sections by airline.name"),
+        ("raw-frc", "raw C API: the list's ordered IDs and GROUP BY section counts (RawDB.listIDsAndSections)"),
         ("batch-update", "Strata: BatchUpdateRequest minute = 0 where day <= 15 (on a copy of the store)"),
         ("raw-update", "raw C API: UPDATE Flight SET minute = 0, _version + 1 WHERE day <= 15 AND minute IS NOT 0 (on a copy)"),
         ("batch-delete", "Strata: BatchDeleteRequest of the flights where day > 15 (on a copy of the store)"),
@@ -206,6 +208,11 @@ enum Profile {
                 coordinator.close()
                 try expect(objects.count == tailnumCount, "string fetch found \(objects.count), expected \(tailnumCount)")
                 say(tag + "string \(objects.count) \(seconds)")
+            case "grdb-fetch":
+                let queue = try GRDBSide.openPath(rawPath)
+                let (rows, seconds) = try timed { measured ? try grdbRegionFetch(queue) : try GRDBSide.allFlights(queue) }
+                try expect(rows == flights, "GRDB fetch read \(rows.count) flights that differ from the CSV's")
+                say(tag + "grdb-fetch \(rows.count) \(seconds)")
             case "raw-string":
                 let db = try RawDB(path: rawPath)
                 let (rows, seconds) = try timed { measured ? try rawRegionString(db) : try db.tailnumPrefix() }
@@ -213,9 +220,13 @@ enum Profile {
                 say(tag + "raw-string \(rows.count) \(seconds)")
             case "frc":
                 let container = try PersistentContainer(model: StrataSide.model, url: strataURL)
-                let (list, seconds) = try timed { try StrataSide.openList(container) }
+                let (list, seconds) = try timed { measured ? try strataRegionFRC(container) : try StrataSide.openList(container) }
                 container.coordinator.close()
                 say(tag + "frc \(list.sections.count) sections \(seconds)")
+            case "raw-frc":
+                let db = try RawDB(path: rawPath)
+                let (list, seconds) = try timed { measured ? try rawRegionFRC(db) : try db.listIDsAndSections() }
+                say(tag + "raw-frc \(list.sections.count) sections \(seconds)")
             case "batch-update", "batch-delete":
                 let coordinator = try StoreCoordinator(model: StrataSide.model, url: URL(fileURLWithPath: try copyOfStore(raw: false)))
                 let (count, seconds) = try timed {
@@ -340,6 +351,11 @@ func rawRegionFetch(_ db: RawDB) throws -> [Flight] {
     try db.allFlights()
 }
 
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_grdb_fetch")
+func grdbRegionFetch(_ queue: DatabaseQueueHandle) throws -> [Flight] {
+    try GRDBSide.allFlights(queue)
+}
+
 @inline(never) @_optimize(none) @_silgen_name("strata_profile_region_predicate_typed")
 func strataRegionPredicateTyped(_ context: ManagedObjectContext) throws -> [TypedFlight] {
     try TypedSide.fetchJFKDelayed(context)
@@ -358,6 +374,17 @@ func strataRegionString(_ context: ManagedObjectContext, _ condition: Condition)
 @inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_string")
 func rawRegionString(_ db: RawDB) throws -> [Flight] {
     try db.tailnumPrefix()
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_frc")
+func strataRegionFRC(_ container: PersistentContainer) throws
+    -> (sections: [(name: String, count: Int)], servedFromCache: Bool, controller: FetchedResultsController<ManagedObject>) {
+    try StrataSide.openList(container)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_frc")
+func rawRegionFRC(_ db: RawDB) throws -> (ids: [Int64], sections: [(name: String, count: Int)]) {
+    try db.listIDsAndSections()
 }
 
 @inline(never) @_optimize(none) @_silgen_name("strata_profile_region_batch_update")

@@ -36,12 +36,15 @@ enum FlightsSQL {
     static let tailnumPrefix = #"SELECT "# + flightColumns + #" FROM "Flight" AS f WHERE f."tailnum" LIKE ? ORDER BY f."_pk""#
 
     /// The results controller's order as a hand-written list asks for it: the ordered IDs…
-    static let orderedIDs = #"SELECT f."_pk" FROM "Flight" AS f LEFT JOIN "Airline" AS a ON a."_pk" = f."airline" ORDER BY a."name" ASC, f."sched_dep_time" ASC, f."_pk" ASC"#
+    /// `NOT INDEXED`, as Strata's own statement has it (FetchPlan.scanHint): without it SQLite
+    /// walks `Flight_airline` and looks each row up, reading every table page once per airline
+    /// (10,000,000 rows: raw 16.0 s before, 13.5 s with it). The raw side gets the better plan too.
+    static let orderedIDs = #"SELECT f."_pk" FROM "Flight" AS f NOT INDEXED LEFT JOIN "Airline" AS a ON a."_pk" = f."airline" ORDER BY a."name" ASC, f."sched_dep_time" ASC, f."_pk" ASC"#
     /// …and the section counts (Core Data's section query).
     static let sectionCounts = #"SELECT a."name", count(*) FROM "Flight" AS f LEFT JOIN "Airline" AS a ON a."_pk" = f."airline" GROUP BY a."name" ORDER BY a."name" ASC"#
 
     /// The first screen of the list after opening: 50 flights in the controller's order.
-    static let first50 = #"SELECT "# + flightColumns + #" FROM "Flight" AS f LEFT JOIN "Airline" AS a ON a."_pk" = f."airline" ORDER BY a."name" ASC, f."sched_dep_time" ASC, f."_pk" ASC LIMIT 50"#
+    static let first50 = #"SELECT "# + flightColumns + #" FROM "Flight" AS f NOT INDEXED LEFT JOIN "Airline" AS a ON a."_pk" = f."airline" ORDER BY a."name" ASC, f."sched_dep_time" ASC, f."_pk" ASC LIMIT 50"#
 
     /// The migration's one change: what Strata's add-column fast path also runs.
     static let addColumn = #"ALTER TABLE "Flight" ADD COLUMN "status" TEXT DEFAULT 'scheduled'"#
