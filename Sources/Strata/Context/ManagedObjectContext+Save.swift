@@ -346,7 +346,7 @@ extension ManagedObjectContext {
         }
         // By entity name, then key (IDs of one entity compare by key alone; names are compared
         // only between entities).
-        changes.inserted.sort { $0.0 < $1.0 }
+        sortByEntityNameAndKey(&changes.inserted)
         changes.updated.sort { ($0.0.ordinal, $0.1) < ($1.0.ordinal, $1.1) }
         for object in deleted.values {
             changes.deleted.append((object.info, object.primaryKey, object.committed ?? object.current))
@@ -358,6 +358,77 @@ extension ManagedObjectContext {
             }
         }
         return changes
+    }
+
+    /// Sorts `rows` as `ObjectID`'s `<` orders their IDs (entity name, then key), through a
+    /// permutation of plain integers: sorting the (ID, row) pairs themselves ran a closure per
+    /// comparison and moved 24-byte elements, 28 M instructions for the 34,796 rows of an
+    /// import of 30,000 flights.
+    func sortByEntityNameAndKey(_ rows: inout [(ObjectID, RowSnapshot)]) {
+        guard rows.count > 1 else { return }
+        var entities: [EntityName] = []
+        var lastAddress: UInt = 0, lastRank: UInt32 = 0
+        var order: [(rank: UInt32, key: Int64, index: Int32)] = []
+        order.reserveCapacity(rows.count)
+        for (index, row) in rows.enumerated() {
+            let address = row.0.entityAddress
+            if address != lastAddress || entities.isEmpty {
+                if let known = entities.firstIndex(where: { $0.address == address }) {
+                    lastRank = UInt32(known)
+                } else {
+                    lastRank = UInt32(entities.count)
+                    entities.append(row.0.entity)
+                }
+                lastAddress = address
+            }
+            order.append((lastRank, row.0.primaryKey, Int32(index)))
+        }
+        // Ranks so far are in order of first appearance; make them the names' order.
+        if entities.count > 1 {
+            let byName = entities.indices.sorted { EntityName.precedes(entities[$0], entities[$1]) }
+            var rankOf = [UInt32](repeating: 0, count: entities.count)
+            for (rank, entity) in byName.enumerated() { rankOf[entity] = UInt32(rank) }
+            for i in order.indices { order[i].rank = rankOf[Int(order[i].rank)] }
+        }
+        if let placed = Self.placedByKey(order, ranks: entities.count) {
+            rows = placed.map { rows[Int($0)] }
+        } else {
+            order.sort { $0.rank != $1.rank ? $0.rank < $1.rank : $0.key < $1.key }
+            rows = order.map { rows[Int($0.index)] }
+        }
+    }
+
+    /// The indices of `order` by (rank, key) without comparing: each rank's keys placed at
+    /// their offset from that rank's lowest key, then read back in order. New rows' keys are
+    /// reserved in sequence, so an entity's keys are a dense range (a merge sort of the 34,796
+    /// rows of an import took 19.7 M instructions). `nil` when the keys are too sparse for that
+    /// (a range over 4× the rows, or over 2^26 slots): the caller sorts.
+    static func placedByKey(_ order: [(rank: UInt32, key: Int64, index: Int32)], ranks: Int) -> [Int32]? {
+        var low = [Int64](repeating: .max, count: ranks), high = [Int64](repeating: .min, count: ranks)
+        var counts = [Int](repeating: 0, count: ranks)
+        for entry in order {
+            let rank = Int(entry.rank)
+            low[rank] = min(low[rank], entry.key)
+            high[rank] = max(high[rank], entry.key)
+            counts[rank] += 1
+        }
+        var bases = [Int](repeating: 0, count: ranks)
+        var total = 0
+        for rank in 0..<ranks {
+            let (span, overflow) = high[rank].subtractingReportingOverflow(low[rank])
+            guard !overflow, span < 4 * Int64(counts[rank]), span < 1 << 26 else { return nil }
+            bases[rank] = total
+            total += Int(span) + 1
+        }
+        var slots = [Int32](repeating: -1, count: total)
+        for entry in order {
+            let rank = Int(entry.rank)
+            slots[bases[rank] + Int(entry.key - low[rank])] = entry.index
+        }
+        var result: [Int32] = []
+        result.reserveCapacity(order.count)
+        for index in slots where index >= 0 { result.append(index) }
+        return result
     }
 
     /// Join-table rows come from the side whose key is column `a`, so each pair is written once.

@@ -46,15 +46,15 @@ extension StoreCoordinator {
                     if index > 0 { row.reset() }
                     try request.fill(index, &row)
                     let key = first + Int64(index)
-                    if validates, !ManagedObjectContext.rowHasOnlyRequiredChecks(row.values, info: info) {
-                        failures += ManagedObjectContext.rowFailures(row.values, info: info,
+                    if validates, !ManagedObjectContext.rowHasOnlyRequiredChecks(row.base.values, info: info) {
+                        failures += ManagedObjectContext.rowFailures(row.base.values, info: info,
                                                                       id: ObjectID(entity: info.internedName, primaryKey: key))
                     }
                     guard failures.isEmpty else { continue }
                     try insert.bind(key, at: 1)
-                    try row.values.execute(insert, from: 2)
-                    for t in row.values.toOnes.indices {
-                        if let destination = row.values.toOnes[t], destination != lastDestinations[t] {
+                    try row.base.values.execute(insert, from: 2)
+                    for t in row.base.values.toOnes.indices {
+                        if let destination = row.base.values.toOnes[t], destination != lastDestinations[t] {
                             destinations[t].insert(destination)
                             lastDestinations[t] = destination
                         }

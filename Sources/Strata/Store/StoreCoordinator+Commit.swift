@@ -289,47 +289,57 @@ extension StoreCoordinator {
     /// primary-key lookups).
     static func missingDestinations(_ db: Connection, _ changes: StoreChanges, _ resolutions: [ObjectID: Resolution],
                                     schema: Schema) throws -> [MergeConflict] {
-        var found = Set<ObjectID>()
+        // Per destination entity (a commit reaches few), the keys known to exist: the rows this
+        // commit inserts (gathered when the entity is first reached) and those found in the store.
+        var knownEntities: [UInt] = []
+        var known: [KeySet] = []
         var gone = Set<ObjectID>()
         var conflicts: [MergeConflict] = []
-        var insertedKeys: [String: Set<Int64>] = [:]
-        func inserted(_ entity: String) -> Set<Int64> {
-            if let keys = insertedKeys[entity] { return keys }
-            let keys = Set(changes.inserted.lazy.filter { $0.0.entityName == entity }.map(\.0.primaryKey))
-            insertedKeys[entity] = keys
-            return keys
+        func knownIndex(_ entity: EntityName) -> Int {
+            let address = entity.address
+            if let index = knownEntities.firstIndex(of: address) { return index }
+            var keys = KeySet()
+            for (id, _) in changes.inserted where id.entityAddress == address { keys.insert(id.primaryKey) }
+            knownEntities.append(address)
+            known.append(keys)
+            return known.count - 1
         }
         func check(_ info: EntityInfo, _ key: Int64, _ row: RowSnapshot, original: RowSnapshot?) throws {
             for i in row.toOnes.indices {
                 guard let destinationKey = row.toOnes[i], destinationKey != original?.toOnes[i] else { continue }
-                let destination = ObjectID(entity: info.toOneDestinationNames[i], primaryKey: destinationKey)
-                if found.contains(destination) { continue }
-                // A destination this commit inserts is there: no lookup (the keys of each
-                // destination entity gathered once, when first needed).
-                if inserted(destination.entityName).contains(destinationKey) {
-                    found.insert(destination)
-                    continue
-                }
+                let entity = info.toOneDestinationNames[i]
+                let index = knownIndex(entity)
+                if known[index].contains(destinationKey) { continue }
+                let destination = ObjectID(entity: entity, primaryKey: destinationKey)
                 if !gone.contains(destination) {
-                    guard let target = schema.infos[destination.entityName] else { continue }
+                    guard let target = schema.infos[entity.name] else { continue }
                     let exists = try db.cachedStatement("SELECT 1 FROM \(target.table) WHERE \(quoted(primaryKeyColumn)) = ?")
                     try exists.bind(destinationKey, at: 1)
                     let present = try exists.step()
                     exists.reset()
                     if present {
-                        found.insert(destination)
+                        known[index].insert(destinationKey)
                         continue
                     }
                     gone.insert(destination)
                 }
-                let before: MergeConflict.Value = .object(original?.toOnes[i].map { ObjectID(entity: destination.entity, primaryKey: $0) })
+                let before: MergeConflict.Value = .object(original?.toOnes[i].map { ObjectID(entity: entity, primaryKey: $0) })
                 conflicts.append(MergeConflict(objectID: ObjectID(entity: info.internedName, primaryKey: key), key: info.toOnes[i].name,
                                                ours: .object(destination), original: before,
                                                theirs: .missing(destination), stored: .missing(destination)))
             }
         }
+        // Rows come sorted by entity: one schema lookup per run of an entity.
+        var last: EntityInfo?
         for (id, row) in changes.inserted {
-            guard let info = schema.info(of: id) else { throw ObjectError.unknownEntity(id.entityName) }
+            let info: EntityInfo
+            if let last, last.internedName.address == id.entityAddress {
+                info = last
+            } else {
+                guard let found = schema.info(of: id) else { throw ObjectError.unknownEntity(id.entityName) }
+                info = found
+                last = found
+            }
             try check(info, id.primaryKey, row, original: nil)
         }
         for (info, key, row, original) in changes.updated {
