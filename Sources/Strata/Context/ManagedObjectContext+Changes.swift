@@ -3,12 +3,11 @@ internal import StrataSQLite
 /// Changing objects: attribute values, relationships with their inverses kept in step, deletion
 /// with delete rules. Every change here is in memory only; `rollback()` undoes all of it.
 extension ManagedObjectContext {
+    @inline(__always)
     func markChanged(_ object: ManagedObject) {
         switch object.state {
         case .clean:
-            object.state = .updated
-            updated[object.objectID] = object
-            noteLocal(object, \.updated)
+            markUpdated(object)
         case .updated, .inserted:
             // An inserted object changed after its insert was reported is an update for those
             // who listed it (reported as inserted only when both happen before one report).
@@ -18,6 +17,15 @@ extension ManagedObjectContext {
         }
     }
 
+    /// ``markChanged(_:)`` for a clean object, out of line (the inline part is the common
+    /// case: an object already inserted or updated).
+    private func markUpdated(_ object: ManagedObject) {
+        object.state = .updated
+        updated[object.objectID] = object
+        noteLocal(object, \.updated)
+    }
+
+    @inline(__always)
     func setAttribute(_ object: ManagedObject, _ index: Int, _ value: AttributeValue?) throws {
         // An inserted object is saved whole whatever changed: no comparison (two value copies).
         if object.state == .inserted {
@@ -78,8 +86,12 @@ extension ManagedObjectContext {
 
     /// Reads the members of a to-many relationship once: from the parent context for a child,
     /// from the store for a root.
+    @inline(__always)
     func loadToMany(_ object: ManagedObject, _ index: Int) throws {
-        guard object.toMany[index].committed == nil else { return }
+        if object.toMany[index].committed == nil { try loadToManyFromParent(object, index) }
+    }
+
+    private func loadToManyFromParent(_ object: ManagedObject, _ index: Int) throws {
         object.toMany[index].committed = try parentToManyKeys(object, index)
     }
 
