@@ -31,7 +31,9 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
         let shapes = header.shapes
         for slot in 0..<header.slotCount {
             let tag = tags.load(fromByteOffset: slot, as: UInt8.self)
-            if tag != RowTag.null { release(base + Int(shapes[slot] >> 1) &* 8, tag) }
+            // Only strings, blobs and boxes hold references: the other tags need no release
+            // and no look at the slot's shape (a batch insert resets its row once per row).
+            if (RowTag.holdingReferences >> tag) & 1 != 0 { release(base + Int(shapes[slot] >> 1) &* 8, tag) }
         }
     }
 
@@ -258,6 +260,8 @@ enum RowTag {
     /// `Data`, in a wide slot (where `Data` is 16 bytes or less, as on 64-bit Linux): no box for
     /// the blob-valued attributes many models have.
     static let binary: UInt8 = 11
+    /// Bit `tag` set for the tags whose value holds a reference: `string`, `boxed`, `binary`.
+    static let holdingReferences: UInt16 = 1 << 3 | 1 << 10 | 1 << 11
 }
 
 /// A value kept out of line in a row.

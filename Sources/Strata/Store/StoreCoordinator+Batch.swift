@@ -33,7 +33,7 @@ extension StoreCoordinator {
                 let insert = try db.cachedStatement(info.insertSQL)
                 var failures: [ValidationFailure] = []
                 // The distinct keys each to-one points at, checked once each below.
-                var destinations = Array(repeating: Set<Int64>(), count: info.toOnes.count)
+                var destinations = Array(repeating: KeySet(), count: info.toOnes.count)
                 // The key each to-one last added: rows in a batch often repeat their neighbour's
                 // destination, and a repeat needs no hash.
                 var lastDestinations = [Int64?](repeating: nil, count: info.toOnes.count)
@@ -72,7 +72,7 @@ extension StoreCoordinator {
                     guard let destination = model.schema.infos[relationship.destination] else { continue }
                     let present = try db.cachedStatement(
                         "SELECT count(*) FROM \(destination.table) WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
-                    try present.bind(StoreCoordinator.jsonKeys(Array(destinations[index])), at: 1)
+                    try present.bind(StoreCoordinator.jsonKeys(destinations[index].elements), at: 1)
                     _ = try present.step()
                     let found = present.int64(at: 0)
                     present.reset()

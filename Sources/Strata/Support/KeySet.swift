@@ -2,9 +2,10 @@
 /// most half full, hashed by a multiplication (Fibonacci hashing) instead of `Hasher`'s SipHash.
 ///
 /// A commit's dangling-key check asks "is this key there?" once per to-one of every row it
-/// writes (120,000 times for 30,000 flights); as `Set<ObjectID>` and `Set<Int64>` each ask
-/// hashed the key with SipHash (about 160 instructions). Only inserts and lookups: nothing is
-/// ever removed. `KeySetTests` checks it against `Set<Int64>`.
+/// writes (120,000 times for 30,000 flights), and a batch insert gathers each to-one's distinct
+/// destinations; as `Set<ObjectID>` and `Set<Int64>` each ask hashed the key with SipHash
+/// (about 160 instructions). Only inserts and lookups: nothing is ever removed. `KeySetTests`
+/// checks it against `Set<Int64>`.
 struct KeySet {
     /// Marks an empty slot; the key with this value is held by `holdsMarker` instead.
     private static let marker = Int64.min
@@ -55,6 +56,17 @@ struct KeySet {
             index = (index + 1) & mask
         }
     }
+
+    /// The keys, in no particular order.
+    var elements: [Int64] {
+        var result: [Int64] = []
+        result.reserveCapacity(count)
+        if holdsMarker { result.append(Self.marker) }
+        for key in slots where key != Self.marker { result.append(key) }
+        return result
+    }
+
+    var isEmpty: Bool { count == 0 }
 
     private mutating func grow() {
         let old = slots
