@@ -4,8 +4,8 @@ import StrataTestSupport
 import Testing
 
 /// A save writes its new rows by entity name, then key (`ObjectID`'s `<`). The order is built by
-/// placing dense keys at their offsets (`placedByKey`), falling back to a sort for sparse ones:
-/// both checked against sorting the IDs.
+/// placing dense keys at their offsets (`placement`) and applied in place (`permute`), falling
+/// back to a sort for sparse ones: both checked against sorting the IDs.
 @Suite struct InsertOrderTests {
     @Test(arguments: 0..<6)
     func placementIsTheSortedOrderOrDeclines(shape: Int) {
@@ -31,9 +31,14 @@ import Testing
                 order.append((rank, key, Int32(order.count)))
             }
             let sorted = order.sorted { ($0.rank, $0.key) < ($1.rank, $1.key) }.map(\.index)
-            if let result = ManagedObjectContext.placedByKey(order, ranks: ranks) {
+            if var result = ManagedObjectContext.placement(count: order.count, ranks: ranks, { (Int(order[$0].rank), order[$0].key) }) {
                 placed += 1
                 #expect(result == sorted)
+                // Applied in place, the permutation puts the entries in that order.
+                var entries = order
+                ManagedObjectContext.permute(&entries, by: &result)
+                #expect(entries.map(\.index) == sorted)
+                #expect(result.allSatisfy { $0 == -1 })
             } else {
                 declined += 1
             }
