@@ -296,7 +296,7 @@ struct FetchPlan {
     /// and the page cache cannot hold a large table. One pass over the table, then the sort the
     /// query needs anyway, reads each page once. The rowid stays usable under `NOT INDEXED`.
     var scanHint: String {
-        guard whereSQL.isEmpty, let first = sortPaths.first, !first.path.hops.isEmpty else { return "" }
+        guard condition == nil, let first = sortPaths.first, !first.path.hops.isEmpty else { return "" }
         return " NOT INDEXED"
     }
 
