@@ -458,16 +458,25 @@ extension ManagedObjectContext {
     }
 
     static func rowFailures(_ row: RowSnapshot, info: EntityInfo, id: ObjectID) -> [ValidationFailure] {
+        rowFailures(info: info, id: id, hasAttribute: { row.attribute($0) != nil }, ruledValue: { row.attribute($0) },
+                    hasToOne: { row.toOnes[$0] != nil })
+    }
+
+    /// The checks of ``rowFailures(_:info:id:)`` on a row told by closures: whether attribute
+    /// (or to-one) `index` holds a value, and the value of an attribute that has rules. A batch
+    /// insert binds its values as they are set and keeps only these.
+    static func rowFailures(info: EntityInfo, id: ObjectID, hasAttribute: (Int) -> Bool,
+                            ruledValue: (Int) -> AttributeValue?, hasToOne: (Int) -> Bool) -> [ValidationFailure] {
         var failures: [ValidationFailure] = []
         func fail(_ key: String, _ rule: ValidationFailure.Rule, _ message: String) {
             failures.append(ValidationFailure(objectID: id, key: key, rule: rule, message: message))
         }
-        for index in info.requiredAttributes where row.attributes[index] == nil {
+        for index in info.requiredAttributes where !hasAttribute(index) {
             fail(info.attributes[index].name, .required, "a value is required")
         }
         // Only the attributes that have rules: no copy of the others' descriptions per object.
         for (index, attribute) in info.attributeRules {
-            guard let value = row.attributes[index] else { continue }
+            guard let value = ruledValue(index) else { continue }
             if let number = value.numericValue {
                 if let min = attribute.minValue, number < min { fail(attribute.name, .minValue, "\(value) is less than \(min)") }
                 if let max = attribute.maxValue, number > max { fail(attribute.name, .maxValue, "\(value) is greater than \(max)") }
@@ -485,7 +494,7 @@ extension ManagedObjectContext {
                 fail(attribute.name, .regex, "\"\(text)\" does not match /\(pattern)/")
             }
         }
-        for index in info.requiredToOnes where row.toOnes[index] == nil {
+        for index in info.requiredToOnes where !hasToOne(index) {
             fail(info.toOnes[index].name, .required, "a \(info.toOnes[index].destination) is required")
         }
         return failures

@@ -55,108 +55,6 @@ extension BatchInsertRequest where Result: PersistentEntity {
     }
 }
 
-/// One row of a ``BatchInsertRequest``, filled in place: every property starts at its default.
-public struct BatchRow<Result: ManagedObject> {
-    /// The row itself, in a struct that is not generic: every call into a method of the generic
-    /// struct was passed `BatchRow<Result>`'s metadata, looked up by an accessor call per `set`
-    /// (11.5 M of a batch insert's 1,182 M instructions; callgrind).
-    @usableFromInline var base: BatchRowValues
-
-    var info: EntityInfo { base.info }
-
-    init(info: EntityInfo) {
-        base = BatchRowValues(info: info)
-    }
-
-    /// Back to every default, in place: one row is filled again and again.
-    mutating func reset() { base.reset() }
-
-    /// Sets attribute or to-one `key` (a to-one takes an `ObjectID` or an object of its
-    /// destination, or `nil`).
-    ///
-    /// - Throws: ``ObjectError/unknownKey(entity:key:)``, ``ObjectError/wrongType(entity:key:expected:actual:)``,
-    ///   ``ObjectError/invalidValue(entity:key:reason:)`` for a to-many (set its inverse to-one instead).
-    public mutating func set(_ value: Any?, forKey key: String) throws {
-        try base.values.assign(value, forKey: key, info: base.info)
-    }
-
-    /// Sets attribute `key` to a plain value: straight into its slot when the attribute has
-    /// exactly the value's type, with no `Any` box and no dynamic cast (casts from `Any` were a
-    /// third of a batch insert's instructions; callgrind). Any other pairing converts as
-    /// the `Any?` overload does.
-    ///
-    /// Inlinable, so that the caller's compiler specializes it for `Value`: unspecialized, each
-    /// call looked up the metadata of `Optional<Value>` (12% of a batch insert; callgrind).
-    @inlinable
-    public mutating func set<Value: BatchValue>(_ value: Value?, forKey key: String) throws {
-        try base.setAttribute(value?.batchAttributeValue, type: Value.batchAttributeType, forKey: key, original: value as Any?)
-    }
-
-    /// Points to-one `key` at the row of `id` (`nil` clears it).
-    @inlinable
-    public mutating func set(_ id: ObjectID?, forKey key: String) throws {
-        try base.setToOne(id, forKey: key)
-    }
-}
-
-/// A ``BatchRow``'s entity and values (see ``BatchRow/base``).
-@usableFromInline
-struct BatchRowValues {
-    let info: EntityInfo
-    var values: RowSnapshot
-
-    init(info: EntityInfo) {
-        self.info = info
-        values = RowSnapshot(defaultsOf: info)
-    }
-
-    /// Back to every default, in place. A fresh row per index allocated two arrays and
-    /// destroyed them through the unspecialised value witnesses of `AttributeValue?` (about
-    /// 3,000 instructions a flight; callgrind).
-    mutating func reset() {
-        values.resetToDefaults(of: info)
-    }
-
-    /// The non-generic rest of the generic `set(_:forKey:)`: `original` is only read (boxed)
-    /// when the attribute's type differs and the value must be converted.
-    @usableFromInline
-    mutating func setAttribute(_ value: AttributeValue?, type: AttributeType, forKey key: String,
-                               original: @autoclosure () -> Any?) throws {
-        if case .attribute(let index)? = info.slot(key), info.attributeTypes[index] == type {
-            values.setAttribute(value, at: index)
-            return
-        }
-        try values.assign(original(), forKey: key, info: info)
-    }
-
-    @usableFromInline
-    mutating func setToOne(_ id: ObjectID?, forKey key: String) throws {
-        if case .toOne(let index)? = info.slot(key), id == nil || id!.entityAddress == info.toOneDestinationNames[index].address {
-            values.setToOne(id?.primaryKey, at: index)
-            return
-        }
-        try values.assign(id, forKey: key, info: info)
-    }
-}
-
-extension BatchRow where Result: PersistentEntity {
-    /// Sets the property `keyPath` names.
-    public mutating func set<Value>(_ keyPath: KeyPath<Result, Value>, _ value: Value) throws {
-        guard let key = Result.propertyName(for: keyPath) else {
-            throw ObjectError.unknownKey(entity: info.name, key: "\(keyPath)")
-        }
-        try base.values.assign(value, forKey: key, info: info)
-    }
-
-    /// Points the to-one `keyPath` names at the row of `id` (no object needed).
-    public mutating func set<Destination: ManagedObject>(_ keyPath: KeyPath<Result, Destination?>, _ id: ObjectID?) throws {
-        guard let key = Result.propertyName(for: keyPath) else {
-            throw ObjectError.unknownKey(entity: info.name, key: "\(keyPath)")
-        }
-        try base.values.assign(id, forKey: key, info: info)
-    }
-}
-
 /// Sets properties of every row a predicate selects, straight in the store: no objects, one
 /// `UPDATE`, one transaction.
 ///
@@ -299,39 +197,54 @@ public enum BatchError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-extension RowSnapshot {
-    /// Sets attribute or to-one `key` from a caller's value, converted as `setValue(_:forKey:)`
-    /// converts it.
-    mutating func assign(_ value: Any?, forKey key: String, info: EntityInfo) throws {
+/// Where a caller's value for one property goes, converted as `setValue(_:forKey:)` converts it.
+enum PropertyAssignment {
+    case attribute(Int, AttributeValue?)
+    case toOne(Int, Int64?)
+}
+
+extension EntityInfo {
+    /// `value` for property `key` (whose slot is `slot`), converted as `setValue(_:forKey:)`
+    /// converts it: a to-one takes an `ObjectID` or an object of its destination.
+    ///
+    /// - Throws: ``ObjectError/unknownKey(entity:key:)``, ``ObjectError/wrongType(entity:key:expected:actual:)``,
+    ///   ``BatchError/toManyNotSupported(entity:key:)``.
+    func assignment(of value: Any?, to slot: Slot?, key: String) throws -> PropertyAssignment {
         // A typed setter's `String?` arrives as an `Any` holding an optional: unwrap it.
         let value = value.flatMap(unwrappedValue)
-        switch info.slot(key) {
+        switch slot {
         case .attribute(let index)?:
-            guard let value, !(value is NSNull) else {
-                attributes[index] = nil
-                return
+            guard let value, !(value is NSNull) else { return .attribute(index, nil) }
+            guard let converted = AttributeValue.convert(value, to: attributeTypes[index]) else {
+                throw ObjectError.wrongType(entity: name, key: key, expected: "\(attributeTypes[index])", actual: "\(type(of: value))")
             }
-            guard let converted = AttributeValue.convert(value, to: info.attributeTypes[index]) else {
-                throw ObjectError.wrongType(entity: info.name, key: key, expected: "\(info.attributeTypes[index])", actual: "\(type(of: value))")
-            }
-            attributes[index] = converted
+            return .attribute(index, converted)
         case .toOne(let index)?:
-            let destination = info.toOnes[index].destination
+            let destination = toOnes[index].destination
             switch value {
-            case nil, is NSNull: toOnes[index] = nil
-            case let id as ObjectID where id.entityName == destination: toOnes[index] = id.primaryKey
-            case let object as ManagedObject where object.objectID.entityName == destination: toOnes[index] = object.primaryKey
+            case nil, is NSNull: return .toOne(index, nil)
+            case let id as ObjectID where id.entityName == destination: return .toOne(index, id.primaryKey)
+            case let object as ManagedObject where object.objectID.entityName == destination: return .toOne(index, object.primaryKey)
             default:
-                throw ObjectError.wrongType(entity: info.name, key: key, expected: "an ObjectID of \(destination)", actual: "\(type(of: value!))")
+                throw ObjectError.wrongType(entity: name, key: key, expected: "an ObjectID of \(destination)", actual: "\(type(of: value!))")
             }
         case .toMany?:
-            throw BatchError.toManyNotSupported(entity: info.name, key: key)
+            throw BatchError.toManyNotSupported(entity: name, key: key)
         case nil:
-            throw ObjectError.unknownKey(entity: info.name, key: key)
+            throw ObjectError.unknownKey(entity: name, key: key)
         }
     }
 }
 
+extension RowSnapshot {
+    /// Sets attribute or to-one `key` from a caller's value (see ``EntityInfo/assignment(of:to:key:)``).
+    mutating func assign(_ value: Any?, forKey key: String, info: EntityInfo) throws {
+        switch try info.assignment(of: value, to: info.slot(key), key: key) {
+        case .attribute(let index, let value): setAttribute(value, at: index)
+        case .toOne(let index, let key): setToOne(key, at: index)
+        }
+    }
+}
 
 /// A value a ``BatchRow`` stores without converting: `String`, `Int`, `Int64`, `Double`, `Bool`,
 /// `Date`.

@@ -37,24 +37,17 @@ extension StoreCoordinator {
                 // The key each to-one last added: rows in a batch often repeat their neighbour's
                 // destination, and a repeat needs no hash.
                 var lastDestinations = [Int64?](repeating: nil, count: info.toOnes.count)
-                let validates = !info.requiredAttributes.isEmpty || !info.attributeRules.isEmpty || !info.requiredToOnes.isEmpty
-                // One row, reset before each fill (see `BatchRow.reset()`). (Binding each value
-                // to the INSERT as it is set, with no row kept, was tried and measured: 3% more
-                // instructions than binding the kept row at the end; callgrind.)
-                var row = BatchRow<Result>(info: info)
+                // One row, bound as it is filled (see `BatchRowValues`).
+                var row = BatchRow<Result>(BatchRowValues(info: info, statement: insert))
                 for index in 0..<request.count {
-                    if index > 0 { row.reset() }
+                    if index > 0 { row.base.nextRow() }
                     try request.fill(index, &row)
                     let key = first + Int64(index)
-                    if validates, !ManagedObjectContext.rowHasOnlyRequiredChecks(row.base.values, info: info) {
-                        failures += ManagedObjectContext.rowFailures(row.base.values, info: info,
-                                                                      id: ObjectID(entity: info.internedName, primaryKey: key))
-                    }
+                    try row.base.complete(key: key, into: &failures)
                     guard failures.isEmpty else { continue }
-                    try insert.bind(key, at: 1)
-                    try row.base.values.execute(insert, from: 2)
-                    for t in row.base.values.toOnes.indices {
-                        if let destination = row.base.values.toOnes[t], destination != lastDestinations[t] {
+                    try row.base.insert(key: key)
+                    for t in 0..<row.base.toOneCount {
+                        if let destination = row.base.toOneKey(t), destination != lastDestinations[t] {
                             destinations[t].insert(destination)
                             lastDestinations[t] = destination
                         }

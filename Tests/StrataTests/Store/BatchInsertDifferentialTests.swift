@@ -8,10 +8,13 @@ import StrataTestSupport
 /// (`BatchRow.reset()`), so a value left over from the row before would show here as a
 /// difference. The generator draws every way to set a property (typed with the attribute's
 /// own type, typed with another, `Any`, nil, `NSNull`, a to-one by ID or as `Any`, unset, set
-/// twice) and prints how often each was drawn.
+/// twice) and prints how often each was drawn. A row sets its keys in a drawn order one time in
+/// three (the row remembers the key at each position of the row before, so a changed order is
+/// its slow path), and two attributes have rules (`score` a minimum, `code` a length and a
+/// pattern) that a refused batch may break.
 @Suite struct BatchInsertDifferentialTests {
     /// `Row`: every attribute type (optional), a required name, defaults (one on a required
-    /// attribute), and two to-ones to `Owner`, one required.
+    /// attribute), two attributes with rules, and two to-ones to `Owner`, one required.
     static let model = try! Model(version: "batch-binding-1", entities: [
         Entity("Owner", attributes: [Attribute("name", .string, isOptional: false)],
                relationships: [Relationship("rows", .toMany, to: "Row", inverse: "owner"),
@@ -22,6 +25,8 @@ import StrataTestSupport
                    Attribute("rank", .int64, isOptional: false, defaultValue: .int64(7)),
                    Attribute("label", .string, defaultValue: .string("none")),
                    Attribute("ratio", .double, defaultValue: .double(0.5)),
+                   Attribute("score", .int64, defaultValue: .int64(0), minValue: -50),
+                   Attribute("code", .string, maxLength: 3, regex: "^[sé][0-9]*$"),
                ],
                relationships: [Relationship("owner", .toOne, to: "Owner", inverse: "rows"),
                                Relationship("home", .toOne, to: "Owner", inverse: "homes", isOptional: false)]),
@@ -100,6 +105,27 @@ import StrataTestSupport
         }
     }
 
+    /// Whether `value` keeps the rules of attribute `name` (only `score` and `code` have any).
+    static func keepsRules(_ name: String, _ value: Value) -> Bool {
+        func text(_ v: Any?) -> String? { v as? String }
+        switch (name, value) {
+        case ("score", .int(let n)): return n >= -50
+        case ("score", .int64(let n)): return n >= -50
+        case ("score", .any(let n as Int64)): return n >= -50
+        case ("score", .any(let n as Int)): return n >= -50
+        case ("code", .string(let t)), ("code", .any(let t as String)):
+            return t.count <= 3 && (t.first == "s" || t.first == "é") && t.dropFirst().allSatisfy(\.isNumber)
+        default: return true
+        }
+    }
+
+    /// `operations` in a drawn order of their keys (a key set twice keeps its two sets in order).
+    static func shuffledKeys(_ operations: [(String, Value)], _ rng: inout SplitMix64) -> [(String, Value)] {
+        var rank: [String: UInt64] = [:]
+        for (key, _) in operations where rank[key] == nil { rank[key] = rng.next() }
+        return operations.enumerated().sorted { (rank[$0.element.0]!, $0.offset) < (rank[$1.element.0]!, $1.offset) }.map(\.element)
+    }
+
     /// The set on a batch row.
     static func apply(_ key: String, _ value: Value, to row: inout BatchRow<ManagedObject>) throws {
         switch value {
@@ -144,11 +170,11 @@ import StrataTestSupport
         #expect(owners == savedOwners)
         let attributes = Self.model.entity(named: "Row")!.attributes
         var reached: [Route: Int] = [:]
-        var refusals = 0, accepted = 0
+        var refusals = 0, accepted = 0, shuffled = 0, brokenRules = 0
         var seed = SplitMix64(seed: UInt64(ProcessInfo.processInfo.environment["STRATA_BATCH_INSERT_SEED"] ?? "") ?? .random(in: 0...UInt64.max))
         let firstSeed = seed.state
         let update = saved.newContext()
-        for batch in 0..<60 {
+        for batch in 0..<100 {
             // Each batch: every row's sets drawn up front, so both stores get the same values.
             let count = 1 + Int(seed.next() % 12)
             var plans: [[Route]] = []  // per row: a route per attribute, then owner's and home's
@@ -173,6 +199,8 @@ import StrataTestSupport
                 for (a, attribute) in attributes.enumerated() where attribute.name != "name" {
                     operations += Self.operations(attribute.name, attribute.type, plan[a], &seed)
                 }
+                if !mayRefuse { operations.removeAll { !Self.keepsRules($0.0, $0.1) } }
+                brokenRules += operations.filter { !Self.keepsRules($0.0, $0.1) }.count
                 if !(missingName && index == count - 1) { operations.append(("name", .string("b\(batch)-r\(index)"))) }
                 for (t, key) in ["owner", "home"].enumerated() {
                     let owner = owners[index % 2]
@@ -182,6 +210,10 @@ import StrataTestSupport
                     case .unset: break
                     default: operations.append((key, .toOne(owner)))
                     }
+                }
+                if seed.next() % 3 == 0 {
+                    operations = Self.shuffledKeys(operations, &seed)
+                    shuffled += 1
                 }
                 rows.append(operations)
             }
@@ -221,9 +253,10 @@ import StrataTestSupport
         }
         #expect(try Self.dump(batchStore) == Self.dump(saved), "seed \(firstSeed)")
         let rows = try Self.dump(batchStore).count
-        print("batch-insert-differential: seed=\(firstSeed) accepted=\(accepted) refused=\(refusals) rows=\(rows) routes: "
+        print("batch-insert-differential: seed=\(firstSeed) accepted=\(accepted) refused=\(refusals) rows=\(rows) shuffled-rows=\(shuffled) broken-rules=\(brokenRules) routes: "
               + Route.allCases.map { "\($0.rawValue)=\(reached[$0] ?? 0)" }.joined(separator: " "))
         for route in Route.allCases { #expect((reached[route] ?? 0) > 0, "route \(route) never drawn") }
         #expect(accepted > 0 && refusals > 0, "both outcomes must be reached")
+        #expect(shuffled > 0 && brokenRules > 0, "a changed key order and a broken rule must be reached")
     }
 }
