@@ -73,7 +73,7 @@ static int isPageSize(int n) { return n >= 512 && n <= 65536 && (n & (n - 1)) ==
 // changes whenever any one word changes (by d != 0 mod 2^32), so every single-byte change is
 // detected; `b` weighs each word by its position, so swapped words are detected too. Both start
 // from non-zero seeds, so a page of zeros (a zeroed disk block) does not carry a valid checksum.
-void strata_page_checksum(const unsigned char *page, int size, unsigned char out[8]) {
+void strata_page_checksum_reference(const unsigned char *page, int size, unsigned char out[8]) {
     uint32_t a = 0x53545241u, b = 0x54414b31u;
     const unsigned char *p = page, *end = page + size - 8;
     while (p + 16 <= end) {
@@ -90,6 +90,49 @@ void strata_page_checksum(const unsigned char *page, int size, unsigned char out
     writeLE32(out, a);
     writeLE32(out + 4, b);
 }
+
+#if defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#include <emmintrin.h>
+
+// The same sums, four words at a time. Over the N words w[0] ..< w[N] of the blocks,
+//   a = a0 + S,   b = b0 + N * a0 + sum over n of (N - n) * w[n]     (mod 2^32),
+// and with n = 4i + l (block i, lane l, M blocks), N - n = 4 (M - 1 - i) + (4 - l), so
+//   sum of (N - n) w[n] = 4 * sum over l of t[l] + sum over l of (4 - l) s[l],
+// where lane l keeps s[l] = sum over i of w[4i + l] and t[l] = sum over i of (M - 1 - i) w[4i + l]
+// (t adds s before each block adds its word). Three vector operations per 16 bytes where the
+// reference takes about fourteen scalar ones; the tail goes on as the reference does.
+// PageChecksumTests compares the two on random and extreme pages of every page size.
+void strata_page_checksum(const unsigned char *page, int size, unsigned char out[8]) {
+    const uint32_t a0 = 0x53545241u, b0 = 0x54414b31u;
+    const unsigned char *p = page, *end = page + size - 8;
+    __m128i s = _mm_setzero_si128(), t = _mm_setzero_si128();
+    uint32_t blocks = 0;
+    while (p + 16 <= end) {
+        t = _mm_add_epi32(t, s);
+        s = _mm_add_epi32(s, _mm_loadu_si128((const __m128i *)p));
+        p += 16;
+        blocks += 1;
+    }
+    uint32_t sl[4], tl[4];
+    _mm_storeu_si128((__m128i *)sl, s);
+    _mm_storeu_si128((__m128i *)tl, t);
+    uint32_t words = 4u * blocks;
+    uint32_t a = a0 + sl[0] + sl[1] + sl[2] + sl[3];
+    uint32_t b = b0 + words * a0 + 4u * (tl[0] + tl[1] + tl[2] + tl[3])
+        + 4u * sl[0] + 3u * sl[1] + 2u * sl[2] + sl[3];
+    while (p < end) {
+        a += readLE32(p);
+        b += a;
+        p += 4;
+    }
+    writeLE32(out, a);
+    writeLE32(out + 4, b);
+}
+#else
+void strata_page_checksum(const unsigned char *page, int size, unsigned char out[8]) {
+    strata_page_checksum_reference(page, size, out);
+}
+#endif
 
 int strata_page_checksum_matches(const unsigned char *page, int size) {
     unsigned char sum[8];

@@ -40,4 +40,18 @@ public enum PageChecksum {
 
     /// Whether the last 8 bytes of `page` are the checksum of the rest.
     public static func matches(_ page: [UInt8]) -> Bool { page.withUnsafeBytes { matches($0) } }
+
+    /// The checksum of `page[0 ..< page.count - 8]` as the VFS computes it (four words at a time
+    /// where the CPU has SSE2), and as its word-at-a-time definition computes it: the two must
+    /// always agree (`PageChecksumTests`). `page.count` is a page size.
+    public static func sums(of page: [UInt8]) -> (fast: [UInt8], reference: [UInt8]) {
+        precondition(page.count >= 512 && page.count <= 65_536 && page.count & (page.count - 1) == 0,
+                     "PageChecksum.sums(of:) takes a page: a power of two from 512 to 65,536 bytes")
+        var fast = [UInt8](repeating: 0, count: 8), reference = fast
+        page.withUnsafeBufferPointer { bytes in
+            strata_page_checksum(bytes.baseAddress!, Int32(page.count), &fast)
+            strata_page_checksum_reference(bytes.baseAddress!, Int32(page.count), &reference)
+        }
+        return (fast, reference)
+    }
 }

@@ -25,6 +25,25 @@ import Testing
         Array(try Data(contentsOf: URL(fileURLWithPath: path)).prefix(100))
     }
 
+    /// The VFS's checksum (four words at a time) is its word-at-a-time definition, on every page
+    /// size and on pages of zeros, of all ones, of random bytes and of words near the wrap of 2^32.
+    @Test func theFastChecksumIsTheReferenceOne() {
+        var rng = SystemRandomNumberGenerator()
+        var compared = 0
+        for size in [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536] {
+            var pages: [[UInt8]] = [[UInt8](repeating: 0, count: size), [UInt8](repeating: 0xFF, count: size)]
+            for _ in 0..<12 { pages.append((0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) }) }
+            // Words of 0xFFFFFFFE / 0x00000001 alternating: every sum wraps many times.
+            pages.append((0..<size).map { $0 % 8 < 4 ? ($0 % 4 == 0 ? 0xFE : 0xFF) : ($0 % 4 == 0 ? 0x01 : 0x00) })
+            for page in pages {
+                let (fast, reference) = PageChecksum.sums(of: page)
+                #expect(fast == reference, "page size \(size)")
+                compared += 1
+            }
+        }
+        print("page-checksum: compared=\(compared) fast == reference")
+    }
+
     @Test func aNewDatabaseReservesEightBytesAndMarksItsApplicationID() throws {
         let directory = try ScratchDirectory()
         defer { directory.remove() }

@@ -40,6 +40,10 @@ int strata_vfs_register(void);
 /// (a power of two from 512 to 65536).
 void strata_page_checksum(const unsigned char *page, int size, unsigned char out[8]);
 
+/// The same checksum computed one word at a time: the definition `strata_page_checksum` (four
+/// words at a time where SSE2 is there) is tested against.
+void strata_page_checksum_reference(const unsigned char *page, int size, unsigned char out[8]);
+
 /// 1 when a database header (its first 100 bytes) marks a checksummed store: reserve byte 20 is
 /// 8 or the application id is STRATA_CHECKSUM_APPLICATION_ID. The shim and `store check` share it.
 int strata_header_is_checksummed(const unsigned char header[100]);

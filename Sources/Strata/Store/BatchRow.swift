@@ -110,8 +110,8 @@ struct BatchRowValues {
     private var row = 1
     /// How many slots this row has set: every slot set, the defaults need no pass.
     private var setCount = 0
-    /// The key set at each position of the row before, and its slot (see ``BatchRow``).
-    private var memo: [(key: String, slot: Slot)] = []
+    /// The key set at each position of the row before, and where it goes (see ``BatchRow``).
+    private var memo: [KeyMemo] = []
     private var cursor = 0
 
     init(info: EntityInfo, statement: Statement) {
@@ -143,6 +143,17 @@ struct BatchRowValues {
 
     var toOneCount: Int { slotCount - attributeCount }
 
+    /// A key and where it goes, with what its typed set checks: read at once, no table lookup.
+    private struct KeyMemo {
+        let key: String
+        let slot: Slot
+        /// The attribute's type when `slot` is an attribute without rules (a typed set binds
+        /// its value at once), else nil.
+        let plainType: AttributeType?
+        /// The destination entity's interned address when `slot` is a to-one, else 0.
+        let destination: UInt
+    }
+
     /// The slot of `key`, set at the next position of the row.
     @inline(__always)
     private mutating func slot(_ key: String) -> Slot? {
@@ -150,25 +161,42 @@ struct BatchRowValues {
         cursor = position &+ 1
         // `==` on the same literal compares two words and stops (the strings' bits are equal).
         if position < memo.count, memo[position].key == key { return memo[position].slot }
-        return remember(key, at: position)
+        return remember(key, at: position)?.slot
     }
 
-    private mutating func remember(_ key: String, at position: Int) -> Slot? {
+    private mutating func remember(_ key: String, at position: Int) -> KeyMemo? {
         guard let slot = info.slot(key) else { return nil }
-        if position < memo.count {
-            memo[position] = (key, slot)
-        } else if position == memo.count {
-            memo.append((key, slot))
+        let entry: KeyMemo = switch slot {
+        case .attribute(let index):
+            KeyMemo(key: key, slot: slot, plainType: hasRule[index] ? nil : info.attributeTypes[index], destination: 0)
+        case .toOne(let index):
+            KeyMemo(key: key, slot: slot, plainType: nil, destination: info.toOneDestinationNames[index].address)
+        case .toMany:
+            KeyMemo(key: key, slot: slot, plainType: nil, destination: 0)
         }
-        return slot
+        if position < memo.count {
+            memo[position] = entry
+        } else if position == memo.count {
+            memo.append(entry)
+        }
+        return entry
     }
 
-    /// The attribute slot of `key` when it has type `type` and no rule: what the typed setters
-    /// bind at once.
+    /// The attribute slot of `key` when it has type `type` and no rule (what the typed setters
+    /// bind at once), else nil and the slot for the converting set.
     @inline(__always)
     private mutating func plainAttribute(_ key: String, _ type: AttributeType) -> (Int?, Slot?) {
-        let slot = slot(key)
-        if case .attribute(let index)? = slot, info.attributeTypes[index] == type, !hasRule[index] { return (index, slot) }
+        let position = cursor
+        cursor = position &+ 1
+        // The entry's fields read in place: a copy of the entry retained and released its key.
+        let slot: Slot?, plainType: AttributeType?
+        if position < memo.count, memo[position].key == key {
+            (slot, plainType) = (memo[position].slot, memo[position].plainType)
+        } else {
+            let entry = remember(key, at: position)
+            (slot, plainType) = (entry?.slot, entry?.plainType)
+        }
+        if plainType == type, case .attribute(let index)? = slot { return (index, nil) }
         return (nil, slot)
     }
 
@@ -220,8 +248,16 @@ struct BatchRowValues {
 
     @usableFromInline
     mutating func setToOne(_ id: ObjectID?, forKey key: String) throws {
-        let slot = slot(key)
-        if case .toOne(let index)? = slot, id == nil || id!.entityAddress == info.toOneDestinationNames[index].address {
+        let position = cursor
+        cursor = position &+ 1
+        let slot: Slot?, destination: UInt
+        if position < memo.count, memo[position].key == key {
+            (slot, destination) = (memo[position].slot, memo[position].destination)
+        } else {
+            let entry = remember(key, at: position)
+            (slot, destination) = (entry?.slot, entry?.destination ?? 0)
+        }
+        if case .toOne(let index)? = slot, id == nil || id!.entityAddress == destination {
             return try storeToOne(index, id?.primaryKey)
         }
         try assign(id, to: slot, forKey: key)
@@ -250,6 +286,7 @@ struct BatchRowValues {
         if hasRule[index] { state.ruledValues[index] = value }
     }
 
+    @inline(__always)
     private mutating func storeToOne(_ index: Int, _ key: Int64?) throws {
         let parameter = Int32(truncatingIfNeeded: attributeCount &+ index &+ 2)
         if let key {
