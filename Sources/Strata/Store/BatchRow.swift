@@ -279,7 +279,9 @@ struct BatchRowValues {
         let parameter = Int32(truncatingIfNeeded: index &+ 2)
         switch value {
         case nil: try statement.bindNull(at: parameter)
-        case .string(let v)?: state.strings[index] = v
+        // Held only for a string attribute (``insert(key:)`` binds those); a `.string` from a
+        // `BatchValue` conformance that names another type is bound as it stores.
+        case .string(let v)? where info.attributeTypes[index] == .string: state.strings[index] = v
         case let other?: try statement.bind(other.storageValue, at: parameter)
         }
         mark(index, isNil: value == nil)

@@ -110,10 +110,6 @@ struct RowSnapshot: @unchecked Sendable, Equatable {
         for (index, value) in info.nonNilDefaults { storage.initializeValue(index, value) }
     }
 
-    /// Every value back to the entity's defaults, in place when the storage is not shared (a
-    /// batch insert fills one row again and again).
-    mutating func resetToDefaults(of info: EntityInfo) { resetToDefaults(info.nonNilDefaults, layout: info.rowLayout) }
-
     /// Every value nil but `defaults`, in place when the storage is not shared.
     mutating func resetToDefaults(_ defaults: [(Int, AttributeValue)], layout: RowLayout) {
         if isKnownUniquelyReferenced(&storage) {

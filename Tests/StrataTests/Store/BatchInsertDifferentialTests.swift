@@ -4,8 +4,9 @@ import StrataTestSupport
 @testable import Strata
 
 /// A batch insert must store what inserting the same values through a context and saving
-/// stores, or refuse alike with nothing written. The batch reuses one row for every index
-/// (`BatchRow.reset()`), so a value left over from the row before would show here as a
+/// stores, or refuse alike with nothing written. The batch binds every row to one statement
+/// (a property left unset is bound to its default), so a value left over from the row before
+/// would show here as a
 /// difference. The generator draws every way to set a property (typed with the attribute's
 /// own type, typed with another, `Any`, nil, `NSNull`, a to-one by ID or as `Any`, unset, set
 /// twice) and prints how often each was drawn. A row sets its keys in a drawn order one time in
