@@ -73,6 +73,18 @@ static int isPageSize(int n) { return n >= 512 && n <= 65536 && (n & (n - 1)) ==
 // changes whenever any one word changes (by d != 0 mod 2^32), so every single-byte change is
 // detected; `b` weighs each word by its position, so swapped words are detected too. Both start
 // from non-zero seeds, so a page of zeros (a zeroed disk block) does not carry a valid checksum.
+// The words from `p` to `end` one at a time, then the two sums written out (both versions'
+// tail: a page's size less 8 is not a multiple of 16 bytes).
+static void finishChecksum(const unsigned char *p, const unsigned char *end, uint32_t a, uint32_t b, unsigned char out[8]) {
+    while (p < end) {
+        a += readLE32(p);
+        b += a;
+        p += 4;
+    }
+    writeLE32(out, a);
+    writeLE32(out + 4, b);
+}
+
 void strata_page_checksum_reference(const unsigned char *page, int size, unsigned char out[8]) {
     uint32_t a = 0x53545241u, b = 0x54414b31u;
     const unsigned char *p = page, *end = page + size - 8;
@@ -82,13 +94,7 @@ void strata_page_checksum_reference(const unsigned char *page, int size, unsigne
         a += w0 + w1 + w2 + w3;
         p += 16;
     }
-    while (p < end) {
-        a += readLE32(p);
-        b += a;
-        p += 4;
-    }
-    writeLE32(out, a);
-    writeLE32(out + 4, b);
+    finishChecksum(p, end, a, b, out);
 }
 
 #if defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -120,13 +126,7 @@ void strata_page_checksum(const unsigned char *page, int size, unsigned char out
     uint32_t a = a0 + sl[0] + sl[1] + sl[2] + sl[3];
     uint32_t b = b0 + words * a0 + 4u * (tl[0] + tl[1] + tl[2] + tl[3])
         + 4u * sl[0] + 3u * sl[1] + 2u * sl[2] + sl[3];
-    while (p < end) {
-        a += readLE32(p);
-        b += a;
-        p += 4;
-    }
-    writeLE32(out, a);
-    writeLE32(out + 4, b);
+    finishChecksum(p, end, a, b, out);
 }
 #else
 void strata_page_checksum(const unsigned char *page, int size, unsigned char out[8]) {
