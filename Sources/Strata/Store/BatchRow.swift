@@ -8,6 +8,9 @@ internal import StrataSQLite
 /// once per position: a fill that sets the same keys in the same order for every row (the
 /// common case) finds each key by comparing it with the one set at that position the row
 /// before; any other order is looked up by name, as the first row is.
+///
+/// A batch row is a handle on the row being filled, not a value: a copy sets the same row (both
+/// bind the same statement). Use it inside the closure only.
 public struct BatchRow<Result: ManagedObject> {
     /// The row itself, in a struct that is not generic: every call into a method of the generic
     /// struct was passed `BatchRow<Result>`'s metadata, looked up by an accessor call per `set`
