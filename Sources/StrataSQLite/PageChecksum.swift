@@ -43,8 +43,8 @@ public enum PageChecksum {
 
     /// The checksum of `page[0 ..< page.count - 8]` as the VFS computes it (four words at a time
     /// where the CPU has SSE2), and as its word-at-a-time definition computes it: the two must
-    /// always agree (`PageChecksumTests`). `page.count` is a page size.
-    public static func sums(of page: [UInt8]) -> (fast: [UInt8], reference: [UInt8]) {
+    /// always agree (`PageChecksumTests`, through `@testable import`). `page.count` is a page size.
+    static func sums(of page: [UInt8]) -> (fast: [UInt8], reference: [UInt8]) {
         precondition(page.count >= 512 && page.count <= 65_536 && page.count & (page.count - 1) == 0,
                      "PageChecksum.sums(of:) takes a page: a power of two from 512 to 65,536 bytes")
         var fast = [UInt8](repeating: 0, count: 8), reference = fast

@@ -1,5 +1,5 @@
 import Foundation
-import StrataSQLite
+@testable import StrataSQLite
 import Testing
 
 /// Strata's checksum VFS at the SQLite level: real files, real WAL, real byte flips.

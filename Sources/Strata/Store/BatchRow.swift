@@ -157,17 +157,19 @@ struct BatchRowValues {
         let destination: UInt
     }
 
-    /// The slot of `key`, set at the next position of the row.
+    /// The index in `memo` of `key`, set at the next position of the row (remembered there when
+    /// the row before set another key there); nil for a key the entity does not have.
+    /// Callers read the entry's fields in place: a copy of the entry retained and released its key.
     @inline(__always)
-    private mutating func slot(_ key: String) -> Slot? {
+    private mutating func memoIndex(_ key: String) -> Int? {
         let position = cursor
         cursor = position &+ 1
         // `==` on the same literal compares two words and stops (the strings' bits are equal).
-        if position < memo.count, memo[position].key == key { return memo[position].slot }
-        return remember(key, at: position)?.slot
+        if position < memo.count, memo[position].key == key { return position }
+        return remember(key, at: position)
     }
 
-    private mutating func remember(_ key: String, at position: Int) -> KeyMemo? {
+    private mutating func remember(_ key: String, at position: Int) -> Int? {
         guard let slot = info.slot(key) else { return nil }
         let entry: KeyMemo = switch slot {
         case .attribute(let index):
@@ -177,30 +179,28 @@ struct BatchRowValues {
         case .toMany:
             KeyMemo(key: key, slot: slot, plainType: nil, destination: 0)
         }
-        if position < memo.count {
-            memo[position] = entry
-        } else if position == memo.count {
+        guard position < memo.count else {
+            // Past the end (a caller caught an unknown key's error and went on): the next free place.
             memo.append(entry)
+            return memo.count - 1
         }
-        return entry
+        memo[position] = entry
+        return position
+    }
+
+    /// The slot of `key`, set at the next position of the row.
+    @inline(__always)
+    private mutating func slot(_ key: String) -> Slot? {
+        memoIndex(key).map { memo[$0].slot }
     }
 
     /// The attribute slot of `key` when it has type `type` and no rule (what the typed setters
     /// bind at once), else nil and the slot for the converting set.
     @inline(__always)
     private mutating func plainAttribute(_ key: String, _ type: AttributeType) -> (Int?, Slot?) {
-        let position = cursor
-        cursor = position &+ 1
-        // The entry's fields read in place: a copy of the entry retained and released its key.
-        let slot: Slot?, plainType: AttributeType?
-        if position < memo.count, memo[position].key == key {
-            (slot, plainType) = (memo[position].slot, memo[position].plainType)
-        } else {
-            let entry = remember(key, at: position)
-            (slot, plainType) = (entry?.slot, entry?.plainType)
-        }
-        if plainType == type, case .attribute(let index)? = slot { return (index, nil) }
-        return (nil, slot)
+        guard let entry = memoIndex(key) else { return (nil, nil) }
+        if memo[entry].plainType == type, case .attribute(let index) = memo[entry].slot { return (index, nil) }
+        return (nil, memo[entry].slot)
     }
 
     /// `set` of an integer-stored value (`Int64`, `Int`, `Bool` as 0 or 1) into an attribute of
@@ -253,19 +253,11 @@ struct BatchRowValues {
 
     @usableFromInline
     mutating func setToOne(_ id: ObjectID?, forKey key: String) throws {
-        let position = cursor
-        cursor = position &+ 1
-        let slot: Slot?, destination: UInt
-        if position < memo.count, memo[position].key == key {
-            (slot, destination) = (memo[position].slot, memo[position].destination)
-        } else {
-            let entry = remember(key, at: position)
-            (slot, destination) = (entry?.slot, entry?.destination ?? 0)
-        }
-        if case .toOne(let index)? = slot, id == nil || id!.entityAddress == destination {
+        let entry = memoIndex(key)
+        if let entry, case .toOne(let index) = memo[entry].slot, id == nil || id!.entityAddress == memo[entry].destination {
             return try storeToOne(index, id?.primaryKey)
         }
-        try assign(id, to: slot, forKey: key)
+        try assign(id, to: entry.map { memo[$0].slot }, forKey: key)
     }
 
     /// Sets `key` from a caller's value, converted as `setValue(_:forKey:)` converts it.
