@@ -38,6 +38,14 @@ extension ManagedObjectContext {
         markChanged(object)
     }
 
+    /// ``setAttribute(_:_:_:)`` of an inserted object (saved whole: nothing to compare) to a
+    /// value already in its slot's native form: what every typed set of an import comes to.
+    @inline(__always)
+    func setInsertedAttribute(_ object: ManagedObject, _ write: (inout RowSnapshot) -> Void) {
+        write(&object.current)
+        noteLocal(object, \.updated)
+    }
+
     // MARK: Reading relationships
 
     func toOneObject(_ object: ManagedObject, _ index: Int) throws -> ManagedObject? {
@@ -101,7 +109,7 @@ extension ManagedObjectContext {
         let old = object.current.toOnes[index]
         let new = destination?.primaryKey
         guard old != new else { return }
-        let oldObject = try toOneObject(object, index)
+        let oldObject = old == nil ? nil : try toOneObject(object, index)
         if let destination { try fulfill(destination) }
         // A destination deleted under a no-action rule leaves a dangling key: nothing to unlink.
         let oldExists = try oldObject.map(fulfillUnlessGone) ?? false

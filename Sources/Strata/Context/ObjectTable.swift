@@ -155,7 +155,9 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
         }
 
         deinit {
-            objects.deinitialize(count: capacity)
+            // Storage emptied by `moveAll` (a table that grew) holds nothing: no walk over its
+            // slots (an import's tables grow about twenty times).
+            if count > 0 { objects.deinitialize(count: capacity) }
             objects.deallocate()
             controls.deallocate()
         }

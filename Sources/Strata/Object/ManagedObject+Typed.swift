@@ -113,27 +113,62 @@ extension ManagedObject {
 
     public subscript(attribute key: String) -> Int64? {
         get { typedRead(key) }
-        set { typedWrite(key, newValue.map(AttributeValue.int64), newValue) }
+        set {
+            guard !writeInserted(key, .int64, { $0.setAttributeWord(newValue, tag: RowTag.int64, at: $1) }) else { return }
+            typedWrite(key, newValue.map(AttributeValue.int64), newValue)
+        }
     }
     public subscript(attribute key: String) -> Int? {
         get { typedRead(key) }
-        set { typedWrite(key, newValue.map { .int64(Int64($0)) }, newValue) }
+        set {
+            guard !writeInserted(key, .int64, { $0.setAttributeWord(newValue.map(Int64.init), tag: RowTag.int64, at: $1) }) else { return }
+            typedWrite(key, newValue.map { .int64(Int64($0)) }, newValue)
+        }
     }
     public subscript(attribute key: String) -> Double? {
         get { typedRead(key) }
-        set { typedWrite(key, newValue.map(AttributeValue.double), newValue) }
+        set {
+            // NaN takes the general path, which refuses it.
+            guard newValue?.isNaN == true
+                    || !writeInserted(key, .double, { $0.setAttributeWord(newValue, tag: RowTag.date, at: $1) }) else { return }
+            typedWrite(key, newValue.map(AttributeValue.double), newValue)
+        }
     }
     public subscript(attribute key: String) -> String? {
         get { typedRead(key) }
-        set { typedWrite(key, newValue.map(AttributeValue.string), newValue) }
+        set {
+            guard !writeInserted(key, .string, { row, index in
+                if let newValue { row.setAttributeString(newValue, at: index) } else { row.setAttributeWord(Int64?.none, tag: RowTag.null, at: index) }
+            }) else { return }
+            typedWrite(key, newValue.map(AttributeValue.string), newValue)
+        }
     }
     public subscript(attribute key: String) -> Bool? {
         get { typedRead(key) }
-        set { typedWrite(key, newValue.map(AttributeValue.bool), newValue) }
+        set {
+            guard !writeInserted(key, .bool, { $0.setAttributeWord(newValue.map { Int64($0 ? 1 : 0) }, tag: RowTag.bool, at: $1) }) else { return }
+            typedWrite(key, newValue.map(AttributeValue.bool), newValue)
+        }
     }
     public subscript(attribute key: String) -> Date? {
         get { typedRead(key) }
-        set { typedWrite(key, newValue.map(AttributeValue.date), newValue) }
+        set {
+            guard !writeInserted(key, .date, { $0.setAttributeWord(newValue?.timeIntervalSinceReferenceDate, tag: RowTag.date, at: $1) }) else { return }
+            typedWrite(key, newValue.map(AttributeValue.date), newValue)
+        }
+    }
+
+    /// The common case of an import, in place of ``typedWrite(_:_:_:)``: an object inserted in
+    /// this context (saved whole, so its value before needs no comparison) and a value of the
+    /// attribute's own type, written by `write` straight into the row's slot with no
+    /// `AttributeValue` between. False, having done nothing, when that is not the case.
+    @inline(__always)
+    private func writeInserted(_ key: String, _ type: AttributeType, _ write: (inout RowSnapshot, Int) -> Void) -> Bool {
+        guard case .attribute(let index)? = info.slot(key), info.attributeTypes[index] == type else { return false }
+        checkAccess()
+        guard state == .inserted else { return false }
+        link.withContext { $0.setInsertedAttribute(self) { write(&$0, index) } }
+        return true
     }
 
     @inline(__always)

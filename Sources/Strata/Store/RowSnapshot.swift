@@ -69,6 +69,22 @@ struct RowSnapshot: @unchecked Sendable, Equatable {
         storage.setValue(value, index)
     }
 
+    /// Sets attribute `index` to a number in its slot's native form (``RowStorage/setWord(_:_:tag:)``).
+    @inline(__always)
+    mutating func setAttributeWord<Word: BitwiseCopyable>(_ value: Word?, tag: UInt8, at index: Int) {
+        precondition(index >= 0 && index < storage.attributeCount, "attribute index out of range")
+        makeUnique()
+        storage.setWord(value, index, tag: tag)
+    }
+
+    /// Sets string attribute `index` (``RowStorage/setString(_:_:)``).
+    @inline(__always)
+    mutating func setAttributeString(_ value: String, at index: Int) {
+        precondition(index >= 0 && index < storage.attributeCount, "attribute index out of range")
+        makeUnique()
+        storage.setString(value, index)
+    }
+
     /// Sets to-one `index`'s destination key.
     @inline(__always)
     mutating func setToOne(_ key: Int64?, at index: Int) {

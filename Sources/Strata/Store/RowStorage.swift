@@ -147,6 +147,33 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
         }
     }
 
+    /// Replaces the value of `slot` with a number in its slot's native form (`code` says which,
+    /// ``RowTag``), or nil; the caller made the storage unique. A typed set's path: no
+    /// `AttributeValue` and no switch over every case of one.
+    @inline(__always)
+    func setWord<Word: BitwiseCopyable>(_ newValue: Word?, _ slot: Int, tag code: UInt8) {
+        withSlot(slot) { value, tag, _ in
+            RowStorage.release(value, tag.pointee)
+            if let newValue {
+                value.storeBytes(of: newValue, as: Word.self)
+                tag.pointee = code
+            } else {
+                tag.pointee = RowTag.null
+            }
+        }
+    }
+
+    /// Replaces the value of a string attribute's (wide) slot; the caller made the storage unique.
+    @inline(__always)
+    func setString(_ newValue: String, _ slot: Int) {
+        withSlot(slot) { value, tag, wide in
+            precondition(wide, "a string attribute's slot is wide")
+            RowStorage.release(value, tag.pointee)
+            value.initializeMemory(as: String.self, to: newValue)
+            tag.pointee = RowTag.string
+        }
+    }
+
     /// Replaces a to-one key; the caller made the storage unique.
     func setKey(_ key: Int64?, _ slot: Int) {
         withSlot(slot) { value, tag, _ in
