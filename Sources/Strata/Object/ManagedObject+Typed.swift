@@ -130,7 +130,7 @@ extension ManagedObject {
         set {
             // NaN takes the general path, which refuses it.
             guard newValue?.isNaN == true
-                    || !writeInserted(key, .double, { $0.setAttributeWord(newValue, tag: RowTag.date, at: $1) }) else { return }
+                    || !writeInserted(key, .double, { $0.setAttributeWord(newValue, tag: RowTag.double, at: $1) }) else { return }
             typedWrite(key, newValue.map(AttributeValue.double), newValue)
         }
     }
