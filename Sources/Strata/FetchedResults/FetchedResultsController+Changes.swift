@@ -223,8 +223,8 @@ extension AnyFetchedResultsController {
         var kept: [(key: Int64, oldIndex: Int)] = []
         var keepStamps: [(key: Int64, stamp: UInt32, content: Bool)] = []
         // Rows with unsaved changes along the chain (only needed when the fetch came from memory).
-        let pendingKeys = fetched.contains(where: \.content) ? managedObjectContext.chainPendingKeys(plan.info.name) : []
-        for row in fetched {
+        let pendingKeys = fetched.content && fetched.count > 0 ? managedObjectContext.chainPendingKeys(plan.info.name) : []
+        for row in fetched.rows {
             guard let i = oldIndex[row.key] else { changed.insert(row.key); continue }
             let differs: Bool
             if !comparable {
@@ -261,7 +261,7 @@ extension AnyFetchedResultsController {
             if let chunk = locations[key] { rows.setStamp(of: key, inChunk: chunk, to: stamp) }
             if content { contentStamped.insert(key) } else { contentStamped.remove(key) }
         }
-        let newKeys = Set(fetched.map(\.key))
+        let newKeys = Set(fetched.keys)
         for row in old where !newKeys.contains(row.key) { changed.insert(row.key) }
         // Stamps say nothing of related rows: a row whose section changed (its category was
         // renamed) is changed too, though its own values are not.
