@@ -31,11 +31,11 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
             return found ? storage.objects[slot] : nil
         }
         set {
-            if let newValue {
-                insert(newValue, id: id)
-            } else {
+            guard let object = newValue else {
                 _ = removeValue(forKey: id)
+                return
             }
+            insert(object, id: id)
         }
     }
 
@@ -66,7 +66,9 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
     /// The objects' IDs, in no particular order.
     var keys: LazyMapSequence<Values, ObjectID> { values.lazy.map(\.objectID) }
 
-    private mutating func insert(_ object: ManagedObject, id: ObjectID) {
+    /// `consuming` here and in `Storage.insert`: the object the setter was given moves into its
+    /// slot, where a borrowed one was retained to be stored and its owner released after.
+    private mutating func insert(_ object: consuming ManagedObject, id: ObjectID) {
         assert(object.objectID == id, "ObjectTable: \(object.objectID) stored under \(id)")
         let hash = id.tableHash
         // The common case first: this table's own storage, with room (or the key already in it).
@@ -76,12 +78,12 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
             let current = storage.unsafelyUnwrapped
             if current.count + 1 <= current.capacity / 4 * 3
                 || current.find(hash, primaryKey: id.primaryKey, entity: id.entityBits).found {
-                current.insert(object, hash: hash, primaryKey: id.primaryKey, entity: id.entityBits)
+                current.insert(consume object, hash: hash, primaryKey: id.primaryKey, entity: id.entityBits)
                 return
             }
         }
         makeUnique(capacity: Storage.capacity(for: count + 1))
-        storage.unsafelyUnwrapped.insert(object, hash: hash, primaryKey: id.primaryKey, entity: id.entityBits)
+        storage.unsafelyUnwrapped.insert(consume object, hash: hash, primaryKey: id.primaryKey, entity: id.entityBits)
     }
 
     /// Makes `storage` this table's own, with at least `capacity` slots.
@@ -192,9 +194,9 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
             }
         }
 
-        func insert(_ object: ManagedObject, hash: UInt64, primaryKey: Int64, entity: UInt) {
+        func insert(_ object: consuming ManagedObject, hash: UInt64, primaryKey: Int64, entity: UInt) {
             let (slot, found) = find(hash, primaryKey: primaryKey, entity: entity)
-            objects[slot] = object
+            objects[slot] = consume object
             if !found {
                 controls[slot] = Storage.control(hash)
                 count += 1

@@ -139,7 +139,9 @@ struct RowSnapshot: @unchecked Sendable, Equatable {
 
     /// Reads the row the statement is positioned on (columns as in `EntityInfo.selectSQL`):
     /// column 0 is the primary key, the version follows the to-ones.
-    init(statement: Statement, info: EntityInfo, firstColumn: Int32 = 1) {
+    // `borrowing`: an initialiser takes its arguments owned by default, which made every caller
+    // retain and release the statement and the entity description around each row.
+    init(statement: borrowing Statement, info: borrowing EntityInfo, firstColumn: Int32 = 1) {
         // Straight from SQLite into the row's slots: no `AttributeValue` in between for the
         // common types. A plain loop over the attribute types (no `Attribute` copies: each holds
         // strings whose retains and releases cost more than reading the column).
