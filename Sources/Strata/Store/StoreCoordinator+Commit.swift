@@ -69,12 +69,17 @@ extension StoreCoordinator {
                     statements[key] = statement
                     return statement
                 }
+                // Rows come grouped by entity: one lookup of the entity and its statement per run
+                // (not per row: each took references to count).
                 var entity: EntityInfo?
+                var insert: Statement?
                 for (id, row) in changes.inserted {
-                    // Rows come grouped by entity: one lookup per run.
-                    if entity?.internedName !== id.entity { entity = model.schema.info(of: id) }
-                    guard let info = entity else { throw ObjectError.unknownEntity(id.entityName) }
-                    let insert = try statement(info, info.insertSQL)
+                    if entity?.internedName !== id.entity {
+                        guard let info = model.schema.info(of: id) else { throw ObjectError.unknownEntity(id.entityName) }
+                        entity = info
+                        insert = try statement(info, info.insertSQL)
+                    }
+                    guard let insert else { continue }
                     try insert.bind(id.primaryKey, at: 1)
                     try row.execute(insert, from: 2)
                     wrote = true
@@ -295,8 +300,7 @@ extension StoreCoordinator {
         var known: [KeySet] = []
         var gone = Set<ObjectID>()
         var conflicts: [MergeConflict] = []
-        func knownIndex(_ entity: EntityName) -> Int {
-            let address = entity.address
+        func knownIndex(_ address: UInt) -> Int {
             if let index = knownEntities.firstIndex(of: address) { return index }
             var keys = KeySet()
             for (id, _) in changes.inserted where id.entityAddress == address { keys.insert(id.primaryKey) }
@@ -305,11 +309,14 @@ extension StoreCoordinator {
             return known.count - 1
         }
         func check(_ info: EntityInfo, _ key: Int64, _ row: RowSnapshot, original: RowSnapshot?) throws {
-            for i in row.toOnes.indices {
-                guard let destinationKey = row.toOnes[i], destinationKey != original?.toOnes[i] else { continue }
-                let entity = info.toOneDestinationNames[i]
-                let index = knownIndex(entity)
+            // One view of the row's keys and one of the names for the row, and a name's address
+            // read in place: the common case (a destination known to exist) takes no reference.
+            let toOnes = row.toOnes, names = info.toOneDestinationNames
+            for i in toOnes.indices {
+                guard let destinationKey = toOnes[i], destinationKey != original?.toOnes[i] else { continue }
+                let index = knownIndex(names[i].address)
                 if known[index].contains(destinationKey) { continue }
+                let entity = names[i]
                 let destination = ObjectID(entity: entity, primaryKey: destinationKey)
                 if !gone.contains(destination) {
                     guard let target = schema.infos[entity.name] else { continue }
