@@ -96,6 +96,7 @@ struct FetchedRows: Sendable {
         switch (a, b) {
         case (.null, .null): true
         case let (.integer(x), .integer(y)): x == y
+        case let (.real(x), .real(y)): x.bitPattern == y.bitPattern
         case (.text(var x), .text(var y)):
             // Rows of one section share one `String`: same storage, no byte compare at all.
             x.withUTF8 { a in y.withUTF8 { b in sameBytes(a, b) } }
