@@ -137,9 +137,7 @@ extension ManagedObject {
     public subscript(attribute key: String) -> String? {
         get { typedRead(key) }
         set {
-            guard !writeInserted(key, .string, { row, index in
-                if let newValue { row.setAttributeString(newValue, at: index) } else { row.setAttributeWord(Int64?.none, tag: RowTag.null, at: index) }
-            }) else { return }
+            guard !writeInserted(key, .string, { $0.setAttributeString(newValue, at: $1) }) else { return }
             typedWrite(key, newValue.map(AttributeValue.string), newValue)
         }
     }

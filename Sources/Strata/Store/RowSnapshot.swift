@@ -77,9 +77,9 @@ struct RowSnapshot: @unchecked Sendable, Equatable {
         storage.setWord(value, index, tag: tag)
     }
 
-    /// Sets string attribute `index` (``RowStorage/setString(_:_:)``).
+    /// Sets string attribute `index`, or nil (``RowStorage/setString(_:_:)``).
     @inline(__always)
-    mutating func setAttributeString(_ value: String, at index: Int) {
+    mutating func setAttributeString(_ value: String?, at index: Int) {
         precondition(index >= 0 && index < storage.attributeCount, "attribute index out of range")
         makeUnique()
         storage.setString(value, index)

@@ -163,29 +163,24 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
         }
     }
 
-    /// Replaces the value of a string attribute's (wide) slot; the caller made the storage unique.
+    /// Replaces the value of a string attribute's (wide) slot, or sets it nil; the caller made
+    /// the storage unique.
     @inline(__always)
-    func setString(_ newValue: String, _ slot: Int) {
+    func setString(_ newValue: String?, _ slot: Int) {
         withSlot(slot) { value, tag, wide in
             precondition(wide, "a string attribute's slot is wide")
             RowStorage.release(value, tag.pointee)
-            value.initializeMemory(as: String.self, to: newValue)
-            tag.pointee = RowTag.string
-        }
-    }
-
-    /// Replaces a to-one key; the caller made the storage unique.
-    func setKey(_ key: Int64?, _ slot: Int) {
-        withSlot(slot) { value, tag, _ in
-            RowStorage.release(value, tag.pointee)
-            if let key {
-                value.storeBytes(of: key, as: Int64.self)
-                tag.pointee = RowTag.int64
+            if let newValue {
+                value.initializeMemory(as: String.self, to: newValue)
+                tag.pointee = RowTag.string
             } else {
                 tag.pointee = RowTag.null
             }
         }
     }
+
+    /// Replaces a to-one key; the caller made the storage unique.
+    func setKey(_ key: Int64?, _ slot: Int) { setWord(key, slot, tag: RowTag.int64) }
 
     /// Sets a slot known to be nil (a row being filled) to a number or key: no release first.
     @inline(__always)

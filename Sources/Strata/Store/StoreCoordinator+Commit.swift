@@ -79,7 +79,7 @@ extension StoreCoordinator {
                         entity = info
                         insert = try statement(info, info.insertSQL)
                     }
-                    guard let insert else { continue }
+                    guard let insert else { preconditionFailure("a run of rows starts with its entity's INSERT") }
                     try insert.bind(id.primaryKey, at: 1)
                     try row.execute(insert, from: 2)
                     wrote = true

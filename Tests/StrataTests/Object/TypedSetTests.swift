@@ -15,12 +15,19 @@ import StrataTestSupport
     struct Step: CustomStringConvertible {
         let key: String
         let value: Any?
+        /// The value's type is the attribute's own: on an inserted object, the direct write.
+        let exact: Bool
         let typed: (ManagedObject) -> Void
         var description: String { "\(key) = \(value.map { "\($0) (\(type(of: $0)))" } ?? "nil")" }
     }
 
     static func step<Value>(_ key: String, _ value: Value?, _ set: @escaping (ManagedObject, Value?) -> Void) -> Step {
-        Step(key: key, value: value, typed: { set($0, value) })
+        let own: [ObjectIdentifier: AttributeType] = [
+            ObjectIdentifier(Int64.self): .int64, ObjectIdentifier(Int.self): .int64, ObjectIdentifier(Double.self): .double,
+            ObjectIdentifier(String.self): .string, ObjectIdentifier(Bool.self): .bool, ObjectIdentifier(Date.self): .date,
+        ]
+        let type = TestModels.allTypes.first { $0.name == key }?.type
+        return Step(key: key, value: value, exact: type != nil && own[ObjectIdentifier(Value.self)] == type, typed: { set($0, value) })
     }
 
     static let long1 = String(repeating: "first value on the heap ", count: 3)
@@ -60,13 +67,20 @@ import StrataTestSupport
     func typedSetsMatchSetValueThroughTheStore(saveFirst: Bool) throws {
         let store = try TestStore(model: TestModels.company())
         var checked = 0
+        // How often each route was taken: the direct write (inserted object, exact type), the
+        // general path for a converted type and for a saved object, nil, and a value replacing one.
+        var routes: [String: Int] = ["direct": 0, "converted": 0, "saved": 0, "nil": 0, "replaced": 0]
         let ids: [(typed: ObjectID, reference: ObjectID)] = try store.context.performAndWait {
             var ids: [(ObjectID, ObjectID)] = []
             let steps = Self.steps
             for length in 1...steps.count {
                 let typed = try store.context.insert("Sample"), reference = try store.context.insert("Sample")
                 if saveFirst { try store.context.save() }
+                var setKeys = Set<String>()
                 for step in steps.prefix(length) {
+                    routes[saveFirst ? "saved" : step.exact ? "direct" : "converted", default: 0] += 1
+                    if step.value == nil { routes["nil", default: 0] += 1 }
+                    if !setKeys.insert(step.key).inserted { routes["replaced", default: 0] += 1 }
                     step.typed(typed)
                     try reference.setValue(step.value, forKey: step.key)
                     for attribute in TestModels.allTypes {
@@ -96,7 +110,11 @@ import StrataTestSupport
                 }
             }
         }
-        print("typed-set: saveFirst=\(saveFirst) objects=\(ids.count) steps=\(Self.steps.count) compared=\(checked)")
+        let reached = routes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        print("typed-set: saveFirst=\(saveFirst) objects=\(ids.count) steps=\(Self.steps.count) compared=\(checked) routes: \(reached)")
         #expect(checked > 0)
+        for route in saveFirst ? ["saved", "nil", "replaced"] : ["direct", "converted", "nil", "replaced"] {
+            #expect(routes[route, default: 0] > 0, "route \(route) never reached")
+        }
     }
 }
