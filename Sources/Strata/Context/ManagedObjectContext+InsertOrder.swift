@@ -73,18 +73,30 @@ extension ManagedObjectContext {
     }
 
     /// Rearranges `elements` so that position `i` holds what was at `order[i]`, in place (one
-    /// cycle at a time, by swaps); `order` is used up (each entry set to -1 once moved).
+    /// cycle at a time, each element moved once: the cycle's first is held aside while the rest
+    /// move up behind it); `order` is used up (each entry set to -1 once moved). Moves, not
+    /// swaps: a swap of two rows copied one and retained its storage, a cache miss each for the
+    /// 336,776 flight rows an import moves behind its planes.
     static func permute<Element>(_ elements: inout [Element], by order: inout [Int32]) {
         precondition(order.count == elements.count, "a permutation of every element")
-        for start in order.indices where order[start] >= 0 {
-            var position = start
-            while Int(order[position]) != start {
-                let from = Int(order[position])
-                elements.swapAt(position, from)
+        elements.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            for start in order.indices where order[start] >= 0 {
+                if Int(order[start]) == start {
+                    order[start] = -1
+                    continue
+                }
+                let first = (base + start).move()
+                var position = start
+                while Int(order[position]) != start {
+                    let from = Int(order[position])
+                    (base + position).moveInitialize(from: base + from, count: 1)
+                    order[position] = -1
+                    position = from
+                }
+                (base + position).initialize(to: first)
                 order[position] = -1
-                position = from
             }
-            order[position] = -1
         }
     }
 }

@@ -2,16 +2,21 @@
 /// deletes, and the objects a change removes (kept for its notification).
 ///
 /// A `[ObjectID: ManagedObject]` holds each entry's 16-byte key beside the object, 24 bytes a
-/// bucket; this table holds only the object (8 bytes) and one control byte, and finds the key in
-/// the object itself (its interned entity name and primary key). An import holds every new object
-/// in two tables until its save ends: its peak went from 418 to 371 bytes per object above raw
-/// SQLite's (see the Performance article).
+/// bucket; this table holds only the object (8 bytes), and finds the key in the object itself
+/// (its interned entity name and primary key). An import holds every new object in two tables
+/// until its save ends (see the Performance article).
 ///
-/// Open addressing with linear probing, at most 3/4 full. A control byte is 0 for an empty slot,
-/// else 0x80 and 7 bits of the key's hash, so a probe looks at an object only when those bits
-/// match (1 in 128 for a different key). Removal shifts the entries after it back (no
-/// tombstones). A value type with copy-on-write, like the dictionary it replaces; iteration order
-/// is unspecified.
+/// Laid out as a compact ordered dictionary: the objects sit in an array in the order they were
+/// added (`entries`), and an open-addressed index (linear probing, at most 3/4 full) maps a
+/// key's hash to its entry. An index slot is a control byte (0 when empty, else 0x80 and 7 bits
+/// of the key's hash, so a probe looks at an object only when those bits match: 1 in 128 for a
+/// different key) and a 4-byte entry number. Iterating walks the entries in order, so a save's
+/// passes over its new objects (validation, the rows to write, accepting the values) visit them
+/// in the order they were made, which is their order in memory, rather than in hash order: each
+/// of 341,572 objects of an import was a cache miss on each pass. Removal leaves a hole in the
+/// entries (skipped by iteration, dropped when the table is rebuilt) and shifts the index
+/// entries after it back (no tombstones). A value type with copy-on-write, like the dictionary it
+/// replaces.
 struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
     private var storage: Storage?
 
@@ -28,7 +33,7 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
         get {
             guard let storage else { return nil }
             let (slot, found) = storage.find(id.tableHash, primaryKey: id.primaryKey, entity: id.entityBits)
-            return found ? storage.objects[slot] : nil
+            return found ? storage.object(at: slot) : nil
         }
         set {
             guard let object = newValue else {
@@ -47,7 +52,7 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
         // fail). Shared storage is copied only when the key is there.
         if !isKnownUniquelyReferenced(&storage) {
             guard self[id] != nil else { return nil }
-            makeUnique(capacity: storage.unsafelyUnwrapped.capacity)
+            rebuild(capacity: storage.unsafelyUnwrapped.capacity)
         }
         let current = storage.unsafelyUnwrapped
         let (slot, found) = current.find(id.tableHash, primaryKey: id.primaryKey, entity: id.entityBits)
@@ -56,18 +61,18 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
 
     mutating func reserveCapacity(_ minimumCount: Int) {
         let needed = Storage.capacity(for: minimumCount)
-        if needed > (storage?.capacity ?? 0) { makeUnique(capacity: needed) }
+        if needed > (storage?.capacity ?? 0) { rebuild(capacity: needed) }
     }
 
     mutating func removeAll() { storage = nil }
 
-    /// The objects, in no particular order.
+    /// The objects, in the order they were added (a replaced object keeps its place).
     var values: Values { Values(table: self) }
-    /// The objects' IDs, in no particular order.
+    /// The objects' IDs, in the order of `values`.
     var keys: LazyMapSequence<Values, ObjectID> { values.lazy.map(\.objectID) }
 
     /// `consuming` here and in `Storage.insert`: the object the setter was given moves into its
-    /// slot, where a borrowed one was retained to be stored and its owner released after.
+    /// entry, where a borrowed one was retained to be stored and its owner released after.
     private mutating func insert(_ object: consuming ManagedObject, id: ObjectID) {
         assert(object.objectID == id, "ObjectTable: \(object.objectID) stored under \(id)")
         let hash = id.tableHash
@@ -76,27 +81,34 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
         // which a force-unwrapped `storage!` cost on every insert.
         if isKnownUniquelyReferenced(&storage) {
             let current = storage.unsafelyUnwrapped
-            if current.count + 1 <= current.capacity / 4 * 3
+            if current.used < current.entryCapacity
                 || current.find(hash, primaryKey: id.primaryKey, entity: id.entityBits).found {
                 current.insert(consume object, hash: hash, primaryKey: id.primaryKey, entity: id.entityBits)
                 return
             }
         }
-        makeUnique(capacity: Storage.capacity(for: count + 1))
+        // Shared storage with room is copied as it is; full storage (its entries used up, by
+        // objects or holes) is rebuilt with room for half as many again as it holds, so the
+        // rebuilds of a table that only adds, or adds and removes, cost O(1) an insert.
+        if let current = storage, current.used < current.entryCapacity {
+            rebuild(capacity: current.capacity)
+        } else {
+            rebuild(capacity: Storage.capacity(for: count + 1 + count / 2))
+        }
         storage.unsafelyUnwrapped.insert(consume object, hash: hash, primaryKey: id.primaryKey, entity: id.entityBits)
     }
 
-    /// Makes `storage` this table's own, with at least `capacity` slots.
-    private mutating func makeUnique(capacity: Int) {
-        if isKnownUniquelyReferenced(&storage), storage.unsafelyUnwrapped.capacity >= capacity { return }
-        let new = Storage(capacity: Swift.max(capacity, storage?.capacity ?? 0))
+    /// Makes `storage` this table's own, with `capacity` slots (at least enough for its
+    /// objects), its objects in order and without holes.
+    private mutating func rebuild(capacity: Int) {
+        let new = Storage(capacity: Swift.max(capacity, Storage.capacity(for: count)))
         if isKnownUniquelyReferenced(&storage) {
-            // Growing storage no one else holds: its objects move, with no retain and release
-            // each (an import grows its tables by moving every object about twice).
+            // Storage no one else holds: its objects move, with no retain and release each (an
+            // import grows its tables by moving every object about twice).
             storage.unsafelyUnwrapped.moveAll(into: new)
         } else if let old = storage {
-            for index in 0..<old.capacity where old.controls[index] != 0 {
-                new.place(old.objects[index].unsafelyUnwrapped)
+            for index in 0..<old.used {
+                if let object = old.entries[index] { new.append(object) }
             }
         }
         storage = new
@@ -130,37 +142,47 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
             var index = 0
             mutating func next() -> ManagedObject? {
                 guard let storage else { return nil }
-                while index < storage.capacity {
+                while index < storage.used {
                     defer { index += 1 }
-                    if storage.controls[index] != 0 { return storage.objects[index] }
+                    if let object = storage.entries[index] { return object }
                 }
                 return nil
             }
         }
     }
 
-    /// The slots. Mutated only when uniquely referenced (copy-on-write above).
+    /// The entries and their index. Mutated only when uniquely referenced (copy-on-write above).
     final class Storage {
+        /// Index slots: a power of two.
         let capacity: Int
         let mask: Int
+        /// Entries: 3/4 of the slots (the most the index holds).
+        let entryCapacity: Int
+        /// Objects held (entries that are not holes).
         var count = 0
-        let objects: UnsafeMutablePointer<ManagedObject?>
+        /// Entries initialised (objects and holes): `entries[0..<used]`.
+        var used = 0
+        let entries: UnsafeMutablePointer<ManagedObject?>
+        /// Per slot: the entry's number (read only where the control byte is not 0).
+        let slots: UnsafeMutablePointer<UInt32>
         let controls: UnsafeMutablePointer<UInt8>
 
         init(capacity: Int) {
+            precondition(capacity <= 1 << 32, "ObjectTable: more than 2^32 slots")
             self.capacity = capacity
             mask = capacity - 1
-            objects = .allocate(capacity: capacity)
-            objects.initialize(repeating: nil, count: capacity)
+            entryCapacity = capacity / 4 * 3
+            entries = .allocate(capacity: entryCapacity)
+            slots = .allocate(capacity: capacity)
             controls = .allocate(capacity: capacity)
             controls.initialize(repeating: 0, count: capacity)
         }
 
         deinit {
-            // Storage emptied by `moveAll` (a table that grew) holds nothing: no walk over its
-            // slots (an import's tables grow about twenty times).
-            if count > 0 { objects.deinitialize(count: capacity) }
-            objects.deallocate()
+            // Storage emptied by `moveAll` (a table that grew) has nothing to release.
+            entries.deinitialize(count: used)
+            entries.deallocate()
+            slots.deallocate()
             controls.deallocate()
         }
 
@@ -178,6 +200,12 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
         @inline(__always)
         static func control(_ hash: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: hash >> 57) | 0x80 }
 
+        /// The object of an occupied slot.
+        @inline(__always)
+        func object(at slot: Int) -> ManagedObject {
+            entries[Int(slots[slot])].unsafelyUnwrapped
+        }
+
         /// The slot holding the key, or the empty slot where it would go.
         @inline(__always)
         func find(_ hash: UInt64, primaryKey: Int64, entity: UInt) -> (slot: Int, found: Bool) {
@@ -187,63 +215,79 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
                 let here = controls[slot]
                 if here == 0 { return (slot, false) }
                 if here == control {
-                    let object = objects[slot].unsafelyUnwrapped
+                    let object = self.object(at: slot)
                     if object.primaryKey == primaryKey && object.info.internedName.address == entity { return (slot, true) }
                 }
                 slot = (slot &+ 1) & mask
             }
         }
 
+        /// Replaces the key's object in its entry, or appends it (`used < entryCapacity`).
         func insert(_ object: consuming ManagedObject, hash: UInt64, primaryKey: Int64, entity: UInt) {
             let (slot, found) = find(hash, primaryKey: primaryKey, entity: entity)
-            objects[slot] = consume object
-            if !found {
+            if found {
+                entries[Int(slots[slot])] = consume object
+            } else {
+                (entries + used).initialize(to: consume object)
+                slots[slot] = UInt32(truncatingIfNeeded: used)
                 controls[slot] = Storage.control(hash)
+                used += 1
                 count += 1
             }
         }
 
-        /// Puts `object`, whose key is not in the table, in the first free slot of its probe
-        /// sequence (growing and copying: no equality to check).
-        func place(_ object: consuming ManagedObject) {
+        /// Appends `object`, whose key is not in the table, and indexes it in the first free
+        /// slot of its probe sequence (rebuilding: no equality to check).
+        func append(_ object: consuming ManagedObject) {
             let hash = Storage.hash(object)
             var slot = Int(truncatingIfNeeded: hash) & mask
             while controls[slot] != 0 { slot = (slot &+ 1) & mask }
             controls[slot] = Storage.control(hash)
-            (objects + slot).pointee = consume object
+            slots[slot] = UInt32(truncatingIfNeeded: used)
+            (entries + used).initialize(to: consume object)
+            used += 1
             count += 1
         }
 
-        /// Moves every object into `new` and leaves this storage empty.
+        /// Moves every object, in order, into `new` and leaves this storage empty (its entries
+        /// uninitialised, `used` 0: its `deinit` releases nothing).
         func moveAll(into new: Storage) {
-            for index in 0..<capacity where controls[index] != 0 {
-                if let object = (objects + index).move() { new.place(object) }
-                (objects + index).initialize(to: nil)
-                controls[index] = 0
+            for index in 0..<used {
+                if let object = (entries + index).move() { new.append(object) }
             }
+            used = 0
             count = 0
         }
 
-        /// Empties `slot` and moves back the entries after it that would no longer be found.
+        /// Empties `slot` (its entry becomes a hole) and moves back the index entries after it
+        /// that would no longer be found.
         func remove(at slot: Int) -> ManagedObject? {
-            let removed = objects[slot]
+            let entry = Int(slots[slot])
+            let removed = entries[entry]
+            entries[entry] = nil
+            count -= 1
+            // Holes at the end are given back (a table used as a stack keeps no holes).
+            if entry == used - 1 {
+                while used > 0, entries[used - 1] == nil {
+                    (entries + used - 1).deinitialize(count: 1)
+                    used -= 1
+                }
+            }
             var hole = slot
             var next = (slot + 1) & mask
             while controls[next] != 0 {
-                let home = Int(truncatingIfNeeded: Storage.hash(objects[next].unsafelyUnwrapped)) & mask
+                let home = Int(truncatingIfNeeded: Storage.hash(object(at: next))) & mask
                 // The entry at `next` may fill the hole when its home slot is not cyclically
                 // within (hole, next].
                 let stays = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next)
                 if !stays {
-                    objects[hole] = objects[next]
+                    slots[hole] = slots[next]
                     controls[hole] = controls[next]
                     hole = next
                 }
                 next = (next + 1) & mask
             }
-            objects[hole] = nil
             controls[hole] = 0
-            count -= 1
             return removed
         }
     }

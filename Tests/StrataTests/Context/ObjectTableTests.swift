@@ -3,8 +3,9 @@ import Foundation
 import Testing
 
 /// `ObjectTable`, the contexts' identity map and change tables, checked against the dictionary it
-/// replaced: random inserts, replacements, removals (which shift entries back), lookups, copies
-/// mutated apart and iteration, over keys of two entities that collide on purpose.
+/// replaced: random inserts, replacements, removals (which leave holes and shift index entries
+/// back), lookups, copies mutated apart, rebuilds, and iteration in the order objects were added
+/// (a replaced object keeps its place), over keys of two entities that collide on purpose.
 @Suite struct ObjectTableTests {
     static let model = try! Model(entities: [
         Entity("A", attributes: [Attribute("name", .string)]),
@@ -25,7 +26,9 @@ import Testing
             }
             var generator = SystemRandomNumberGenerator()
             var table = ObjectTable(), reference: [ObjectID: ManagedObject] = [:]
-            var copies: [(ObjectTable, [ObjectID: ManagedObject])] = []
+            // The order iteration must give: first added first, a replacement in place.
+            var order: [ObjectID] = []
+            var copies: [(ObjectTable, [ObjectID: ManagedObject], [ObjectID])] = []
             var counts = [String: Int]()
             for step in 0..<(keyRange * 12) {
                 let object = objects.randomElement(using: &generator)!
@@ -33,31 +36,45 @@ import Testing
                 switch Int.random(in: 0..<10, using: &generator) {
                 case 0..<5:
                     counts[reference[id] == nil ? "insert" : "replace", default: 0] += 1
+                    if reference[id] == nil { order.append(id) }
                     table[id] = object
                     reference[id] = object
                 case 5..<8:
                     counts[reference[id] == nil ? "remove absent" : "remove", default: 0] += 1
+                    order.removeAll { $0 == id }
                     #expect(table.removeValue(forKey: id) === reference.removeValue(forKey: id))
                 case 8:
                     counts["set nil", default: 0] += 1
+                    order.removeAll { $0 == id }
                     table[id] = nil
                     reference[id] = nil
                 default:
                     // A copy now and then, checked at the end (a few dozen: each check is whole).
                     if copies.count < 40 {
                         counts["copy", default: 0] += 1
-                        copies.append((table, reference))
+                        copies.append((table, reference, order))
                     }
                 }
                 #expect(table[id] === reference[id])
                 #expect(table.count == reference.count)
-                if step % max(97, keyRange * 2) == 0 { try Self.expectSame(table, reference) }
+                if step % max(97, keyRange * 2) == 0 { try Self.expectSame(table, reference, order) }
             }
             // Every lookup, present or not.
             for object in objects { #expect(table[object.objectID] === reference[object.objectID]) }
-            try Self.expectSame(table, reference)
+            try Self.expectSame(table, reference, order)
             // Copies kept their contents while the table changed on.
-            for (copy, expected) in copies { try Self.expectSame(copy, expected) }
+            for (copy, expected, expectedOrder) in copies { try Self.expectSame(copy, expected, expectedOrder) }
+            // Removing all but a few objects and adding new ones rebuilds the table without its
+            // holes, in order.
+            for id in order.dropLast(3) { table[id] = nil }
+            order = Array(order.suffix(3))
+            reference = reference.filter { order.contains($0.key) }
+            for object in objects where reference[object.objectID] == nil {
+                table[object.objectID] = object
+                reference[object.objectID] = object
+                order.append(object.objectID)
+            }
+            try Self.expectSame(table, reference, order)
             table.removeAll()
             #expect(table.isEmpty && table[objects[0].objectID] == nil)
             print("object-table: keys=\(keyRange) \(counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")) copies=\(copies.count)")
@@ -65,14 +82,16 @@ import Testing
         }
     }
 
-    /// The table holds the objects (8 bytes a slot and a control byte), not their IDs beside them.
+    /// The table holds the objects (8 bytes an entry, a 4-byte entry number and a control byte a
+    /// slot), not their IDs beside them.
     @Test func aSlotIsAnObjectReference() {
         #expect(MemoryLayout<ManagedObject?>.stride == 8)
         #expect(MemoryLayout<ObjectTable>.size == 8)
     }
 
-    static func expectSame(_ table: ObjectTable, _ reference: [ObjectID: ManagedObject],
+    static func expectSame(_ table: ObjectTable, _ reference: [ObjectID: ManagedObject], _ order: [ObjectID],
                            sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(Array(table.keys) == order, "iteration is in the order objects were added", sourceLocation: sourceLocation)
         #expect(table.count == reference.count, sourceLocation: sourceLocation)
         var seen = Set<ObjectID>()
         for (id, object) in table {
