@@ -73,15 +73,17 @@ extension StoreCoordinator {
                 // (not per row: each took references to count).
                 var entity: EntityInfo?
                 var insert: Statement?
+                var danglingKeys = DanglingKeyCheck(db, inserting: changes.inserted, schema: model.schema)
                 for (id, row) in changes.inserted {
                     if entity?.internedName !== id.entity {
                         guard let info = model.schema.info(of: id) else { throw ObjectError.unknownEntity(id.entityName) }
                         entity = info
                         insert = try statement(info, info.insertSQL)
                     }
-                    guard let insert else { preconditionFailure("a run of rows starts with its entity's INSERT") }
+                    guard let insert, let entity else { preconditionFailure("a run of rows starts with its entity's INSERT") }
                     try insert.bind(id.primaryKey, at: 1)
                     try row.execute(insert, from: 2)
+                    try danglingKeys.check(entity, id.primaryKey, row, original: nil)
                     wrote = true
                 }
                 statements.removeAll(keepingCapacity: true)
@@ -109,7 +111,8 @@ extension StoreCoordinator {
                         resolutions[id] = .deletedByThem
                     }
                 }
-                conflicts += try StoreCoordinator.missingDestinations(db, changes, resolutions, schema: model.schema)
+                try danglingKeys.checkUpdated(changes.updated, resolutions)
+                conflicts += danglingKeys.conflicts
                 if !conflicts.isEmpty { throw MergeConflictError(conflicts: conflicts) }
                 // Membership is not part of a row, so a row conflict does not drop it, unless one
                 // side's row was deleted by someone else.
@@ -281,81 +284,88 @@ struct CommitOutcome {
     var resolutions: [ObjectID: Resolution]
 }
 
-extension StoreCoordinator {
-    /// The to-ones this commit writes that name a row the store no longer has: another save
-    /// deleted the destination after the saving context read it. Writing them would leave a
-    /// dangling key (a list showing a section for an object that is gone, a fetch through the
-    /// relationship finding nothing), and no policy can write them back into existence, so each
-    /// is a conflict under every policy. Runs after the rows are written, in the commit's
-    /// transaction: destinations inserted by this commit are found, deleted ones are not.
-    ///
-    /// Each destination is looked up once per commit, and not at all when the commit inserts it
-    /// (an import naming a few hundred existing carriers from a million rows makes a few hundred
-    /// primary-key lookups).
-    static func missingDestinations(_ db: Connection, _ changes: StoreChanges, _ resolutions: [ObjectID: Resolution],
-                                    schema: Schema) throws -> [MergeConflict] {
-        // Per destination entity (a commit reaches few), the keys known to exist: the rows this
-        // commit inserts (gathered when the entity is first reached) and those found in the store.
-        var knownEntities: [UInt] = []
-        var known: [KeySet] = []
-        var gone = Set<ObjectID>()
-        var conflicts: [MergeConflict] = []
-        func knownIndex(_ address: UInt) -> Int {
-            if let index = knownEntities.firstIndex(of: address) { return index }
-            var keys = KeySet()
-            for (id, _) in changes.inserted where id.entityAddress == address { keys.insert(id.primaryKey) }
-            knownEntities.append(address)
-            known.append(keys)
-            return known.count - 1
-        }
-        func check(_ info: EntityInfo, _ key: Int64, _ row: RowSnapshot, original: RowSnapshot?) throws {
-            // One view of the row's keys and one of the names for the row, and a name's address
-            // read in place: the common case (a destination known to exist) takes no reference.
-            let toOnes = row.toOnes, names = info.toOneDestinationNames
-            for i in toOnes.indices {
-                guard let destinationKey = toOnes[i], destinationKey != original?.toOnes[i] else { continue }
-                let index = knownIndex(names[i].address)
-                if known[index].contains(destinationKey) { continue }
-                let entity = names[i]
-                let destination = ObjectID(entity: entity, primaryKey: destinationKey)
-                if !gone.contains(destination) {
-                    guard let target = schema.infos[entity.name] else { continue }
-                    let exists = try db.cachedStatement("SELECT 1 FROM \(target.table) WHERE \(quoted(primaryKeyColumn)) = ?")
-                    try exists.bind(destinationKey, at: 1)
-                    let present = try exists.step()
-                    exists.reset()
-                    if present {
-                        known[index].insert(destinationKey)
-                        continue
-                    }
-                    gone.insert(destination)
+/// The to-ones a commit writes that name a row the store no longer has: another save deleted the
+/// destination after the saving context read it. Writing them would leave a dangling key (a list
+/// showing a section for an object that is gone, a fetch through the relationship finding
+/// nothing), and no policy can write them back into existence, so each is a conflict under every
+/// policy.
+///
+/// Run in the commit's transaction: each inserted row right after its `INSERT` (its values are
+/// still in cache there; a second pass over an import's rows read each from memory again), each
+/// updated row after the updates. The result is the one a check after every write would give:
+/// the commit's deletes run before its inserts, so a row it deletes is not found, and the
+/// destinations it inserts are known from its list of inserted IDs before any is written.
+///
+/// Each destination is looked up once per commit, and not at all when the commit inserts it (an
+/// import naming a few hundred existing carriers from a million rows makes a few hundred
+/// primary-key lookups).
+struct DanglingKeyCheck {
+    private let db: Connection
+    private let schema: Schema
+    private let inserted: [(ObjectID, RowSnapshot)]
+    /// Per destination entity (a commit reaches few), the keys known to exist: the rows this
+    /// commit inserts (gathered when the entity is first reached) and those found in the store.
+    private var knownEntities: [UInt] = []
+    private var known: [KeySet] = []
+    private var gone = Set<ObjectID>()
+    private(set) var conflicts: [MergeConflict] = []
+
+    init(_ db: Connection, inserting inserted: [(ObjectID, RowSnapshot)], schema: Schema) {
+        self.db = db
+        self.schema = schema
+        self.inserted = inserted
+    }
+
+    private mutating func knownIndex(_ address: UInt) -> Int {
+        if let index = knownEntities.firstIndex(of: address) { return index }
+        var keys = KeySet()
+        for (id, _) in inserted where id.entityAddress == address { keys.insert(id.primaryKey) }
+        knownEntities.append(address)
+        known.append(keys)
+        return known.count - 1
+    }
+
+    /// Checks the to-ones `row` (of `info`, key `key`) writes: those that differ from `original`'s
+    /// (every one, for an inserted row).
+    mutating func check(_ info: EntityInfo, _ key: Int64, _ row: RowSnapshot, original: RowSnapshot?) throws {
+        // One view of the row's keys and one of the names for the row, and a name's address
+        // read in place: the common case (a destination known to exist) takes no reference.
+        let toOnes = row.toOnes, names = info.toOneDestinationNames
+        for i in toOnes.indices {
+            guard let destinationKey = toOnes[i], destinationKey != original?.toOnes[i] else { continue }
+            let index = knownIndex(names[i].address)
+            if known[index].contains(destinationKey) { continue }
+            let entity = names[i]
+            let destination = ObjectID(entity: entity, primaryKey: destinationKey)
+            if !gone.contains(destination) {
+                guard let target = schema.infos[entity.name] else { continue }
+                let exists = try db.cachedStatement("SELECT 1 FROM \(target.table) WHERE \(quoted(primaryKeyColumn)) = ?")
+                try exists.bind(destinationKey, at: 1)
+                let present = try exists.step()
+                exists.reset()
+                if present {
+                    known[index].insert(destinationKey)
+                    continue
                 }
-                let before: MergeConflict.Value = .object(original?.toOnes[i].map { ObjectID(entity: entity, primaryKey: $0) })
-                conflicts.append(MergeConflict(objectID: ObjectID(entity: info.internedName, primaryKey: key), key: info.toOnes[i].name,
-                                               ours: .object(destination), original: before,
-                                               theirs: .missing(destination), stored: .missing(destination)))
+                gone.insert(destination)
             }
+            let before: MergeConflict.Value = .object(original?.toOnes[i].map { ObjectID(entity: entity, primaryKey: $0) })
+            conflicts.append(MergeConflict(objectID: ObjectID(entity: info.internedName, primaryKey: key), key: info.toOnes[i].name,
+                                           ours: .object(destination), original: before,
+                                           theirs: .missing(destination), stored: .missing(destination)))
         }
-        // Rows come sorted by entity: one schema lookup per run of an entity.
-        var last: EntityInfo?
-        for (id, row) in changes.inserted {
-            let info: EntityInfo
-            if let last, last.internedName.address == id.entityAddress {
-                info = last
-            } else {
-                guard let found = schema.info(of: id) else { throw ObjectError.unknownEntity(id.entityName) }
-                info = found
-                last = found
-            }
-            try check(info, id.primaryKey, row, original: nil)
-        }
-        for (info, key, row, original) in changes.updated {
+    }
+
+    /// Checks the updated rows, each as written (ours, or the policy's merge); rows that
+    /// resolved to their version or their deletion write no to-one.
+    mutating func checkUpdated(_ updated: [(EntityInfo, Int64, RowSnapshot, original: RowSnapshot)],
+                               _ resolutions: [ObjectID: Resolution]) throws {
+        for (info, key, row, original) in updated {
             switch resolutions[ObjectID(entity: info.internedName, primaryKey: key)] {
             case nil: try check(info, key, row, original: original)
             case .written(let merged)?: try check(info, key, merged, original: original)
             case .adoptedTheirs?, .deletedByThem?: continue
             }
         }
-        return conflicts
     }
 }
