@@ -165,6 +165,71 @@ import StrataTestSupport
         let lookups = container.coordinator.statistics.statements.filter { $0.sql.hasPrefix("SELECT 1 FROM") }
         #expect(lookups.map(\.executed).reduce(0, +) == 3, "\(lookups)")
     }
+
+    /// Each inserted row is checked right after its INSERT, before the rows of entities that
+    /// sort after it are written: a destination this commit inserts later is known from the
+    /// commit's IDs (no lookup, no conflict), one in the store is looked up once, and one
+    /// deleted elsewhere is still refused.
+    @Test func destinationsWrittenLaterInTheCommitAreKnown() throws {
+        let model = try Model(entities: [
+            Entity("Apple", attributes: [Attribute("name", .string)],
+                   relationships: [Relationship("zebra", .toOne, to: "Zebra", inverse: "apples")]),
+            Entity("Zebra", attributes: [Attribute("name", .string)],
+                   relationships: [Relationship("apples", .toMany, to: "Apple", inverse: "zebra")]),
+        ])
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("strata-dangling-\(UUID().uuidString).sqlite")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let container = try PersistentContainer(model: model, url: url)
+        defer { container.coordinator.close() }
+        let update = container.newUpdateContext()
+        // One save: Apple rows (written first) name Zebras the same save inserts.
+        let (stored, doomed) = try update.performAndWait {
+            container.coordinator.resetStatistics()
+            let zebras = try (0..<3).map { n in
+                let zebra = try update.insert("Zebra")
+                try zebra.setValue("z\(n)", forKey: "name")
+                return zebra
+            }
+            for n in 0..<30 {
+                let apple = try update.insert("Apple")
+                try apple.setValue(zebras[n % 3], forKey: "zebra")
+            }
+            try update.saveToStore()
+            return (zebras[0].objectID, zebras[1].objectID)
+        }
+        var lookups = container.coordinator.statistics.statements.filter { $0.sql.hasPrefix("SELECT 1 FROM") }
+        #expect(lookups.map(\.executed).reduce(0, +) == 0, "\(lookups)")
+        // A later save naming a stored Zebra looks it up once.
+        container.coordinator.resetStatistics()
+        try update.performAndWait {
+            let zebra = try update.existingObject(with: stored)
+            for _ in 0..<5 { try update.insert("Apple").setValue(zebra, forKey: "zebra") }
+            try update.saveToStore()
+        }
+        lookups = container.coordinator.statistics.statements.filter { $0.sql.hasPrefix("SELECT 1 FROM") }
+        #expect(lookups.map(\.executed).reduce(0, +) == 1, "\(lookups)")
+        // A Zebra deleted by another coordinator: the new Apple naming it is refused, nothing written.
+        let zebra = try update.performAndWait { try update.existingObject(with: doomed) }
+        let other = try StoreCoordinator(model: model, url: url)
+        let elsewhere = other.newContext(name: "elsewhere")
+        try elsewhere.performAndWait {
+            try elsewhere.delete(try elsewhere.existingObject(with: doomed))
+            try elsewhere.save()
+        }
+        other.close()
+        try update.performAndWait {
+            let apple = try update.insert("Apple")
+            try apple.setValue(zebra, forKey: "zebra")
+            let error = try #require(throws: MergeConflictError.self) { try update.saveToStore() }
+            #expect(error.conflicts.map(\.key) == ["zebra"])
+        }
+        let apples = try container.coordinator.withConnection { db in
+            let statement = try db.prepare("SELECT count(*) FROM \(try #require(model.schema.infos["Apple"]).table)")
+            _ = try statement.step()
+            return statement.int64(at: 0)
+        }
+        #expect(apples == 35)
+    }
 }
 
 /// The soak's second finding, after the refusal: main edits an item another coordinator then
