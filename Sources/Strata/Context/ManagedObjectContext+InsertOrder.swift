@@ -76,7 +76,7 @@ extension ManagedObjectContext {
     /// cycle at a time, each element moved once: the cycle's first is held aside while the rest
     /// move up behind it); `order` is used up (each entry set to -1 once moved). Moves, not
     /// swaps: a swap of two rows copied one and retained its storage, a cache miss each for the
-    /// 336,776 flight rows an import moves behind its planes.
+    /// 336,776 flight rows an import moves ahead of its planes (made before them, named after).
     static func permute<Element>(_ elements: inout [Element], by order: inout [Int32]) {
         precondition(order.count == elements.count, "a permutation of every element")
         elements.withUnsafeMutableBufferPointer { buffer in

@@ -12,8 +12,9 @@
 /// of the key's hash, so a probe looks at an object only when those bits match: 1 in 128 for a
 /// different key) and a 4-byte entry number. Iterating walks the entries in order, so a save's
 /// passes over its new objects (validation, the rows to write, accepting the values) visit them
-/// in the order they were made, which is their order in memory, rather than in hash order: each
-/// of 341,572 objects of an import was a cache miss on each pass. Removal leaves a hole in the
+/// in the order they were made, usually their order in memory (allocated one after another),
+/// where hash order reached the 341,572 objects of an import at random addresses, long out of
+/// the cache, on each pass (the Performance article has the measurements). Removal leaves a hole in the
 /// entries (skipped by iteration, dropped when the table is rebuilt) and shifts the index
 /// entries after it back (no tombstones). A value type with copy-on-write, like the dictionary it
 /// replaces.
