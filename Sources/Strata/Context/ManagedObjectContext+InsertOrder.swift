@@ -90,6 +90,9 @@ extension ManagedObjectContext {
                 var position = start
                 while Int(order[position]) != start {
                     let from = Int(order[position])
+                    // Moves, unlike swaps, would corrupt memory on an order that is not a
+                    // permutation (an element moved twice): checked, one comparison a row.
+                    precondition(from >= 0 && from < buffer.count, "permute: not a permutation")
                     (base + position).moveInitialize(from: base + from, count: 1)
                     order[position] = -1
                     position = from
