@@ -229,12 +229,18 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
             if found {
                 entries[Int(slots[slot])] = consume object
             } else {
-                (entries + used).initialize(to: consume object)
-                slots[slot] = UInt32(truncatingIfNeeded: used)
-                controls[slot] = Storage.control(hash)
-                used += 1
-                count += 1
+                appendEntry(object, indexedAt: slot, hash: hash)
             }
+        }
+
+        /// Puts `object` in the next entry and indexes it in the empty `slot`.
+        @inline(__always)
+        private func appendEntry(_ object: consuming ManagedObject, indexedAt slot: Int, hash: UInt64) {
+            controls[slot] = Storage.control(hash)
+            slots[slot] = UInt32(truncatingIfNeeded: used)
+            (entries + used).initialize(to: consume object)
+            used += 1
+            count += 1
         }
 
         /// Appends `object`, whose key is not in the table, and indexes it in the first free
@@ -243,11 +249,7 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
             let hash = Storage.hash(object)
             var slot = Int(truncatingIfNeeded: hash) & mask
             while controls[slot] != 0 { slot = (slot &+ 1) & mask }
-            controls[slot] = Storage.control(hash)
-            slots[slot] = UInt32(truncatingIfNeeded: used)
-            (entries + used).initialize(to: consume object)
-            used += 1
-            count += 1
+            appendEntry(object, indexedAt: slot, hash: hash)
         }
 
         /// Moves every object, in order, into `new` and leaves this storage empty (its entries

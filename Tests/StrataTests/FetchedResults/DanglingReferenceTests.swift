@@ -52,6 +52,12 @@ import StrataTestSupport
         _ = try container.coordinator.processExternalChanges()
     }
 
+    /// The dangling-key check's primary-key lookups (`SELECT 1 FROM …`) since the coordinator's
+    /// statistics were last reset.
+    static func destinationLookups(_ container: PersistentContainer) -> Int {
+        container.coordinator.statistics.statements.filter { $0.sql.hasPrefix("SELECT 1 FROM") }.map(\.executed).reduce(0, +)
+    }
+
     /// Items whose category key names no category row: must be none, always.
     static func danglingItems(_ url: URL) throws -> Int {
         let coordinator = try StoreCoordinator(model: Fixture.model(), url: url)
@@ -162,8 +168,7 @@ import StrataTestSupport
             }
             try update.saveToStore()
         }
-        let lookups = container.coordinator.statistics.statements.filter { $0.sql.hasPrefix("SELECT 1 FROM") }
-        #expect(lookups.map(\.executed).reduce(0, +) == 3, "\(lookups)")
+        #expect(Self.destinationLookups(container) == 3)
     }
 
     /// Each inserted row is checked right after its INSERT, before the rows of entities that
@@ -197,8 +202,7 @@ import StrataTestSupport
             try update.saveToStore()
             return (zebras[0].objectID, zebras[1].objectID)
         }
-        var lookups = container.coordinator.statistics.statements.filter { $0.sql.hasPrefix("SELECT 1 FROM") }
-        #expect(lookups.map(\.executed).reduce(0, +) == 0, "\(lookups)")
+        #expect(Self.destinationLookups(container) == 0)
         // A later save naming a stored Zebra looks it up once.
         container.coordinator.resetStatistics()
         try update.performAndWait {
@@ -206,8 +210,7 @@ import StrataTestSupport
             for _ in 0..<5 { try update.insert("Apple").setValue(zebra, forKey: "zebra") }
             try update.saveToStore()
         }
-        lookups = container.coordinator.statistics.statements.filter { $0.sql.hasPrefix("SELECT 1 FROM") }
-        #expect(lookups.map(\.executed).reduce(0, +) == 1, "\(lookups)")
+        #expect(Self.destinationLookups(container) == 1)
         // A Zebra deleted by another coordinator: the new Apple naming it is refused, nothing written.
         let zebra = try update.performAndWait { try update.existingObject(with: doomed) }
         let other = try StoreCoordinator(model: model, url: url)
