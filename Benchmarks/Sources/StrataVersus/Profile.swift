@@ -10,6 +10,8 @@ import Strata
 //   STRATA_PROFILE=<mode>        one of Profile.modes (README, "Profiling")
 //   STRATA_PROFILE_FLIGHTS=N     the first N flights only (callgrind runs ~50× slower); only
 //                                those are parsed from the CSV
+//   STRATA_PROFILE_SCALE=N       N synthetic flights (the growth curve's, Dataset.scaledFlights)
+//                                instead of the real ones
 //   STRATA_PROFILE_ROUNDS=N      measured rounds (default 3; Benchmarks/perf-gate uses 1)
 //   STRATA_PROFILE_WARMUP=N      unmeasured rounds first (default 0): the same calls, not
 //                                through the region functions, so one-time costs (the Swift
@@ -60,7 +62,8 @@ enum Profile {
         let kept = environment["STRATA_PROFILE_STORE"].map { URL(fileURLWithPath: $0) }
         let strataURL = kept ?? folder.appendingPathComponent("flights.sqlite")
         let rawPath = strataURL.path + ".raw"
-        let flights = data.flights
+        // The growth curve's synthetic flights instead of the real ones (a 1,000,000-row import).
+        let flights = environment["STRATA_PROFILE_SCALE"].flatMap(Int.init).map(data.scaledFlights) ?? data.flights
         let rounds = environment["STRATA_PROFILE_ROUNDS"].flatMap(Int.init) ?? 3
         let warmup = environment["STRATA_PROFILE_WARMUP"].flatMap(Int.init) ?? 0
         let isRaw = mode.hasPrefix("raw-")
