@@ -19,6 +19,8 @@ import Strata
 //                                statement) stay out of callgrind's count
 //   STRATA_PROFILE_STORE=path    Strata's store there (raw's at path + ".raw"), kept and reused
 //                                by later runs: a fetch profile without the import before it
+//   STRATA_PROFILE_CACHE_KIB=N   SQLite's page cache of N KiB for the import modes' stores, on
+//                                both sides (StoreOptions.cacheSizeKiB; raw: PRAGMA cache_size)
 //   STRATA_PAGE_CHECKSUMS=0      Strata's store is made without page checksums (issue 18)
 //   STRATA_PHASES=1              the import prints its two phases
 //   STRATA_PERF_GATE_SLOWDOWN=N  N extra heap allocations per object read in Strata's fetch
@@ -67,6 +69,7 @@ enum Profile {
         let rounds = environment["STRATA_PROFILE_ROUNDS"].flatMap(Int.init) ?? 3
         let warmup = environment["STRATA_PROFILE_WARMUP"].flatMap(Int.init) ?? 0
         let isRaw = mode.hasPrefix("raw-")
+        let cacheKiB = environment["STRATA_PROFILE_CACHE_KIB"].flatMap(Int.init)
         // Touched before any region, so that its one-time initialisation is not counted.
         _ = StrataSide.perfGateSlowdown
 
@@ -75,6 +78,7 @@ enum Profile {
             removeStore(strataURL.path)
             var options = StoreOptions()
             options.pageChecksums = environment["STRATA_PAGE_CHECKSUMS"] != "0"
+            options.cacheSizeKiB = cacheKiB
             let container = try PersistentContainer(model: StrataSide.model, url: strataURL, options: options)
             let (update, seconds) = try timed {
                 measured ? try strataRegionImport(data, flights, container) : try StrataSide.importAll(data, flights: flights, into: container)
@@ -87,6 +91,7 @@ enum Profile {
             if !fresh, FileManager.default.fileExists(atPath: rawPath) { return }
             removeStore(rawPath)
             let db = try RawDB(path: rawPath)
+            if let cacheKiB { try db.execute("PRAGMA cache_size=-\(cacheKiB)") }
             try db.createSchema()
             let (_, seconds) = try timed { measured ? try rawRegionImport(db, data, flights) : try db.importAll(data, flights: flights) }
             say("raw import \(flights.count) flights \(seconds)")
