@@ -28,6 +28,9 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
     }
 
     var count: Int { storage?.count ?? 0 }
+    /// Entries used, objects and holes (for tests: a rebuild drops the holes, so after one it
+    /// equals `count`).
+    var entriesUsed: Int { storage?.used ?? 0 }
     var isEmpty: Bool { count == 0 }
 
     subscript(id: ObjectID) -> ManagedObject? {

@@ -33,6 +33,7 @@ import Testing
             for step in 0..<(keyRange * 12) {
                 let object = objects.randomElement(using: &generator)!
                 let id = object.objectID
+                let usedBefore = table.entriesUsed, countBefore = table.count
                 switch Int.random(in: 0..<10, using: &generator) {
                 case 0..<5:
                     counts[reference[id] == nil ? "insert" : "replace", default: 0] += 1
@@ -57,6 +58,9 @@ import Testing
                 }
                 #expect(table[id] === reference[id])
                 #expect(table.count == reference.count)
+                if Self.rebuiltDroppingHoles(table, usedBefore: usedBefore, countBefore: countBefore) {
+                    counts["rebuild dropping holes", default: 0] += 1
+                }
                 if step % max(97, keyRange * 2) == 0 { try Self.expectSame(table, reference, order) }
             }
             // Every lookup, present or not.
@@ -69,17 +73,29 @@ import Testing
             for id in order.dropLast(3) { table[id] = nil }
             order = Array(order.suffix(3))
             reference = reference.filter { order.contains($0.key) }
+            #expect(table.entriesUsed > table.count, "the removals left holes")
+            var finalRebuilds = 0
             for object in objects where reference[object.objectID] == nil {
+                let usedBefore = table.entriesUsed, countBefore = table.count
                 table[object.objectID] = object
+                if Self.rebuiltDroppingHoles(table, usedBefore: usedBefore, countBefore: countBefore) { finalRebuilds += 1 }
                 reference[object.objectID] = object
                 order.append(object.objectID)
             }
             try Self.expectSame(table, reference, order)
+            #expect(finalRebuilds >= 1, "adding past the entries' capacity rebuilt the table without its holes")
+            counts["rebuild dropping holes", default: 0] += finalRebuilds
             table.removeAll()
             #expect(table.isEmpty && table[objects[0].objectID] == nil)
             print("object-table: keys=\(keyRange) \(counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")) copies=\(copies.count)")
             #expect(counts["remove", default: 0] > 0 && counts["replace", default: 0] > 0)
         }
+    }
+
+    /// Whether the step just taken rebuilt the table and dropped holes it had: it held more
+    /// entries than objects before, and as many as it holds objects now.
+    static func rebuiltDroppingHoles(_ table: ObjectTable, usedBefore: Int, countBefore: Int) -> Bool {
+        usedBefore > countBefore && table.entriesUsed == table.count
     }
 
     /// The table holds the objects (8 bytes an entry, a 4-byte entry number and a control byte a
