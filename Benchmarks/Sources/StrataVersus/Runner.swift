@@ -243,7 +243,8 @@ final class Runner {
         record(batchRow)
     }
 
-    /// Goal of import (≤ 1.5× raw) and fetch (≤ 1.3× raw, issue 20), both faster than GRDB.
+    /// Goal of import (≤ 1.5× raw) and fetch (≤ 1.3× raw, issue 20, on the real data and at each
+    /// growth size), both faster than GRDB.
     private func withImportGoal(_ row: ResultRow, limit: Double = 1.5, note: String? = nil) -> ResultRow {
         var row = row
         row.goal = String(format: "≤ %.1f× raw and < GRDB", limit)
@@ -957,8 +958,10 @@ final class Runner {
         let stores = try Dictionary(uniqueKeysWithValues: Contender.allCases.map { ($0, try sizeStore(size, $0) { flights }) })
         if options.includes(fetchName) {
             start(fetchName, plan)
-            record(ratioRow("fetch objects", group: group, rows: size, .nanosecondsPerRow,
-                            perRow(try fetchRounds(flights, plan: plan, stores: stores))))
+            // Issue 20's fetch goal names these sizes too: ≤ 1.3× raw and faster than GRDB "at
+            // 10k, 100k, 1M and on nycflights13".
+            record(withImportGoal(ratioRow("fetch objects", group: group, rows: size, .nanosecondsPerRow,
+                                           perRow(try fetchRounds(flights, plan: plan, stores: stores))), limit: 1.3))
         }
         if options.includes(frcName) {
             start(frcName, plan)
