@@ -19,8 +19,10 @@ import Strata
 //                                statement) stay out of callgrind's count
 //   STRATA_PROFILE_STORE=path    Strata's store there (raw's at path + ".raw"), kept and reused
 //                                by later runs: a fetch profile without the import before it
-//   STRATA_PROFILE_CACHE_KIB=N   SQLite's page cache of N KiB for the import modes' stores, on
-//                                both sides (StoreOptions.cacheSizeKiB; raw: PRAGMA cache_size)
+//   STRATA_PROFILE_CACHE_KIB=N   SQLite's page cache of N KiB wherever a mode imports (the
+//                                import modes' rounds, a store built first), on both sides
+//                                (StoreOptions.cacheSizeKiB; raw: PRAGMA cache_size); the
+//                                fetch modes' own connections keep the default
 //   STRATA_PAGE_CHECKSUMS=0      Strata's store is made without page checksums (issue 18)
 //   STRATA_PHASES=1              the import prints its two phases
 //   STRATA_PERF_GATE_SLOWDOWN=N  N extra heap allocations per object read in Strata's fetch

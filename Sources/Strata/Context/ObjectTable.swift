@@ -14,9 +14,9 @@
 /// passes over its new objects (validation, the rows to write, accepting the values) visit them
 /// in the order they were made, usually their order in memory (allocated one after another),
 /// where hash order reached the 341,572 objects of an import at random addresses, long out of
-/// the cache, on each pass (the Performance article has the measurements). Removal leaves a hole in the
-/// entries (skipped by iteration, dropped when the table is rebuilt) and shifts the index
-/// entries after it back (no tombstones). A value type with copy-on-write, like the dictionary it
+/// the cache, on each pass (the Performance article has the measurements). Removal leaves a
+/// hole in the entries (skipped by iteration, dropped when the table is rebuilt) and shifts the
+/// index entries after it back (no tombstones). A value type with copy-on-write, like the dictionary it
 /// replaces.
 struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
     private var storage: Storage?
