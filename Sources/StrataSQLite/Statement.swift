@@ -1,5 +1,6 @@
 // Public: the binds of numbers are inlinable (a batch insert binds a value per set, and the call
-// into this module cost a sixth of each set; callgrind).
+// into this module cost a sixth of each set; callgrind), and so are the column reads a fetch
+// makes for every value of every row.
 public import CSQLite
 public import Foundation
 
@@ -174,12 +175,12 @@ public final class Statement {
 
     /// SQLite's storage class of column `index` in the current row.
     public func isNull(at index: Int32) -> Bool { sqlite3_column_type(handle, index) == SQLITE_NULL }
-    public func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+    @inlinable public func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
     public func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
 
     /// Column `index` as an integer, `nil` when NULL. One call into SQLite unless the value reads
     /// as 0 (what NULL reads as): only then is the column's type asked.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func optionalInt64(at index: Int32) -> Int64? {
         let value = sqlite3_column_int64(handle, index)
         if value == 0, sqlite3_column_type(handle, index) == SQLITE_NULL { return nil }
@@ -187,7 +188,7 @@ public final class Statement {
     }
 
     /// Column `index` as a double, `nil` when NULL (the type is asked only for 0.0, as above).
-    @inline(__always)
+    @inlinable @inline(__always)
     public func optionalDouble(at index: Int32) -> Double? {
         let value = sqlite3_column_double(handle, index)
         if value == 0, sqlite3_column_type(handle, index) == SQLITE_NULL { return nil }
@@ -196,7 +197,7 @@ public final class Statement {
 
     /// Column `index` as text, `nil` when NULL (SQLite gives no text pointer only for NULL, or
     /// when out of memory converting a blob or number, where the type is asked to tell them apart).
-    @inline(__always)
+    @inlinable @inline(__always)
     public func optionalString(at index: Int32) -> String? {
         guard let text = sqlite3_column_text(handle, index) else {
             return sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : ""

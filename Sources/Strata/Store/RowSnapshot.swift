@@ -61,6 +61,15 @@ struct RowSnapshot: @unchecked Sendable, Equatable {
         return storage.value(index)
     }
 
+    /// Attribute `index`'s value address and tag (``RowStorage``): a typed read loads its value
+    /// from there, with no `AttributeValue` in between. The address is valid while this row's
+    /// storage is neither changed nor released: read it at once.
+    @inline(__always)
+    func attributeSlot(_ index: Int) -> (value: UnsafeRawPointer, tag: UInt8) {
+        precondition(index >= 0 && index < storage.attributeCount, "attribute index out of range")
+        return storage.slot(index)
+    }
+
     /// Sets attribute `index`.
     @inline(__always)
     mutating func setAttribute(_ value: AttributeValue?, at index: Int) {

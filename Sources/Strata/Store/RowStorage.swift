@@ -96,6 +96,12 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
         }
     }
 
+    /// The address of `slot`'s value and its tag (valid while the storage is unchanged and alive).
+    @inline(__always)
+    func slot(_ slot: Int) -> (value: UnsafeRawPointer, tag: UInt8) {
+        withSlot(slot) { value, tag, _ in (UnsafeRawPointer(value), tag.pointee) }
+    }
+
     /// The tag of `slot` (``RowTag``).
     @inline(__always)
     func tag(_ slot: Int) -> UInt8 {
@@ -282,6 +288,8 @@ enum RowTag {
     /// `Data`, in a wide slot (where `Data` is 16 bytes or less, as on 64-bit Linux): no box for
     /// the blob-valued attributes many models have.
     static let binary: UInt8 = 11
+    /// No slot's tag: a typed read with no fast path asks for it.
+    static let none: UInt8 = 0xFF
     /// Bit `tag` set for the tags whose value holds a reference: `string`, `boxed`, `binary`.
     static let holdingReferences: UInt16 = 1 << 3 | 1 << 10 | 1 << 11
 }

@@ -151,6 +151,19 @@ final class EntityInfo: Sendable {
     @inline(__always)
     func slot(_ key: String) -> Slot? { slotTable.lookup(key) }
 
+    /// The attribute names' representations → attribute indexes: the typed reads' lookup.
+    let attributeKeys: AttributeKeys
+
+    /// The attribute slot named `key`, or nil when `key` names no attribute: ``AttributeKeys``,
+    /// then, for a key it does not know by its words, the byte lookup of ``SlotTable``.
+    @inline(__always)
+    func attributeIndex(_ key: String) -> Int? {
+        let index = attributeKeys.index(key)
+        if index >= 0 { return index }
+        guard case .attribute(let index)? = slot(key) else { return nil }
+        return index
+    }
+
     /// Slots of the attributes that have a rule beyond optionality, with the rules.
     let attributeRules: [(index: Int, attribute: Attribute)]
     /// Slots of the non-optional attributes, to-ones and to-manys.
@@ -206,6 +219,7 @@ final class EntityInfo: Sendable {
         for (i, r) in toOnes.enumerated() { slots[r.name] = .toOne(i) }
         for (i, r) in toManys.enumerated() { slots[r.name] = .toMany(i) }
         slotTable = SlotTable(slots.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        attributeKeys = AttributeKeys(attributes.map(\.name))
         toManyStorage = toManys.map { r in
             let inverse = r.inverse.flatMap { name in entities.first { $0.name == r.destination }?.relationship(named: name) }
             if let inverse, !inverse.isToMany {
@@ -312,10 +326,12 @@ struct SlotTable: Sendable {
 
     /// A `String` is two 64-bit words on the platforms Strata runs on; elsewhere only the byte
     /// path is used.
-    private static let wordsAreRepresentation = MemoryLayout<String>.size == 16 && MemoryLayout<UInt>.size == 8
+    static let wordsAreRepresentation = MemoryLayout<String>.size == 16 && MemoryLayout<UInt>.size == 8
 
+    /// The key's two words, as they are in memory: equal words are the same string (the same
+    /// small-string bytes, or the same storage); different words may still be equal strings.
     @inline(__always)
-    private static func words(of key: String) -> (UInt64, UInt64) { unsafeBitCast(key, to: (UInt64, UInt64).self) }
+    static func words(of key: String) -> (UInt64, UInt64) { unsafeBitCast(key, to: (UInt64, UInt64).self) }
 
     @inline(__always)
     private static func position(_ words: (UInt64, UInt64), shift: UInt64) -> Int {

@@ -1,0 +1,93 @@
+/// An entity's attribute names → attribute indexes, for the typed reads: `object[attribute:]`
+/// and the `@Entity` properties (which read through it) look a key up on every call.
+///
+/// A table of the names' *representations* (``SlotTable/words(of:)``): a name of up to 15 UTF-8
+/// bytes is a small string, its bytes in `String`'s two words, so a key whose two words equal a
+/// name's is that name. The table is placed by a multiplier chosen when the entity is described
+/// so that no two names share a first position: a hit is one hash of two words, one comparison
+/// of two words and one load, with no probing. A key that misses (a long name, a string built at
+/// run time, a relationship's name, no such key) answers -1 and the caller takes ``SlotTable``,
+/// which decides by the key's bytes: the answer never depends on the representation, only the
+/// speed does.
+///
+/// The entries live in memory this object allocates once: a read indexes a pointer (no array
+/// bounds check, no copy of a struct of arrays onto the stack, which the `SlotTable` path paid
+/// on every read; callgrind).
+///
+/// `@unchecked Sendable`: every stored property is set in `init` and never changed, and the
+/// memory behind the pointer is written only in `init` and freed only in `deinit`; shared
+/// reads of memory nobody writes are safe.
+final class AttributeKeys: @unchecked Sendable {
+    struct Entry {
+        var words: (UInt64, UInt64)
+        /// The attribute's index; -1 marks an empty entry.
+        var index: Int
+    }
+
+    private let entries: UnsafeMutablePointer<Entry>
+    private let capacity: Int
+    private let multiplier: UInt64
+    private let shift: UInt64
+
+    init(_ names: [String]) {
+        var capacity = 16
+        while capacity < names.count * 4 { capacity *= 2 }
+        let shift = UInt64(64 - capacity.trailingZeroBitCount)
+        let small = SlotTable.wordsAreRepresentation ? names.indices.filter { names[$0].utf8.count <= 15 } : []
+        // The first multiplier of a fixed sequence that places every small name alone; after 64
+        // tries (not seen with real models) the last one, with probing.
+        var multiplier: UInt64 = 0
+        for attempt in 0..<64 {
+            multiplier = 0xBF58_476D_1CE4_E5B9 &+ UInt64(attempt) &* 0x9E37_79B9_7F4A_7C16
+            let positions = small.map { AttributeKeys.position(SlotTable.words(of: names[$0]), multiplier, shift) }
+            if Set(positions).count == positions.count { break }
+        }
+        entries = .allocate(capacity: capacity)
+        entries.initialize(repeating: Entry(words: (0, 0), index: -1), count: capacity)
+        for index in small {
+            let words = SlotTable.words(of: names[index])
+            var position = AttributeKeys.position(words, multiplier, shift)
+            while entries[position].index >= 0 { position = (position + 1) & (capacity - 1) }
+            entries[position] = Entry(words: words, index: index)
+        }
+        self.capacity = capacity
+        self.multiplier = multiplier
+        self.shift = shift
+    }
+
+    deinit {
+        entries.deallocate()
+    }
+
+    @inline(__always)
+    private static func position(_ words: (UInt64, UInt64), _ multiplier: UInt64, _ shift: UInt64) -> Int {
+        Int(truncatingIfNeeded: ((words.0 ^ (words.1 &* 0x9E37_79B9_7F4A_7C15)) &* multiplier) >> shift)
+    }
+
+    /// The index of the attribute whose name has `key`'s very words, or -1 (see the type).
+    @inline(__always)
+    func index(_ key: String) -> Int {
+        guard SlotTable.wordsAreRepresentation else { return -1 }
+        let words = SlotTable.words(of: key)
+        var position = AttributeKeys.position(words, multiplier, shift)
+        while true {
+            let entry = entries[position]
+            if entry.words == words { return entry.index }
+            if entry.index < 0 { return -1 }
+            position = (position + 1) & (capacity - 1)
+        }
+    }
+
+    /// How many entries a lookup of `key` reads (tests: a small name is found at the first).
+    func probes(_ key: String) -> Int {
+        guard SlotTable.wordsAreRepresentation else { return 0 }
+        let words = SlotTable.words(of: key)
+        var position = AttributeKeys.position(words, multiplier, shift)
+        var count = 1
+        while entries[position].words != words && entries[position].index >= 0 {
+            position = (position + 1) & (capacity - 1)
+            count += 1
+        }
+        return count
+    }
+}
