@@ -1,5 +1,9 @@
 internal import Foundation
-internal import Synchronization
+// Public: the typed reads inline the queue check (`isOnQueue`) into their callers.
+public import Synchronization
+#if canImport(Glibc)
+public import Glibc
+#endif
 
 /// What a context shares with each of its objects: the thread that runs the context's queue now,
 /// whether the context still exists, and the way back to it.
@@ -13,10 +17,11 @@ internal import Synchronization
 /// here, and borrows the context unretained only when it needs it: to read a fault, to write.
 // @unchecked because: `owner` and `alive` are atomics; `unmanaged` is written once, in the
 // context's initialiser, before the link is shared with any object or thread.
+@usableFromInline
 final class ContextLink: @unchecked Sendable {
     /// The thread running a block on the context's queue (0 when none).
-    let owner = Atomic<UInt>(0)
-    private let alive = Atomic<Bool>(true)
+    @usableFromInline let owner = Atomic<UInt>(0)
+    @usableFromInline let alive = Atomic<Bool>(true)
     private var unmanaged: Unmanaged<ManagedObjectContext>?
 
     init() {}
@@ -27,7 +32,7 @@ final class ContextLink: @unchecked Sendable {
     /// Called by the context's `deinit`: objects still held elsewhere become unusable.
     func detach() { alive.store(false, ordering: .releasing) }
 
-    var isAlive: Bool { alive.load(ordering: .acquiring) }
+    @inlinable var isAlive: Bool { alive.load(ordering: .acquiring) }
 
     /// The context, or `nil` once it was released.
     var context: ManagedObjectContext? {
@@ -42,7 +47,7 @@ final class ContextLink: @unchecked Sendable {
         try unmanaged!._withUnsafeGuaranteedRef(body)
     }
 
-    static func currentThread() -> UInt {
+    @inlinable static func currentThread() -> UInt {
         #if canImport(Glibc)
         UInt(pthread_self())
         #else
@@ -51,6 +56,6 @@ final class ContextLink: @unchecked Sendable {
     }
 
     /// True when the caller runs on the context's queue (inside `perform`/`performAndWait`).
-    @inline(__always)
+    @inlinable @inline(__always)
     var isOnQueue: Bool { owner.load(ordering: .acquiring) == ContextLink.currentThread() }
 }

@@ -112,21 +112,30 @@ extension ManagedObject {
     // String?` picks, and skip the `Any` box on the way in.
 
     public subscript(attribute key: String) -> Int64? {
-        get { readInt64(key) }
+        @inlinable @inline(__always) get {
+            if let value = fastAttributeValue(key, taggedAs: RowTag.int64) { return value.load(as: Int64.self) }
+            return readInt64(key)
+        }
         set {
             guard !writeInserted(key, .int64, { $0.setAttributeWord(newValue, tag: RowTag.int64, at: $1) }) else { return }
             typedWrite(key, newValue.map(AttributeValue.int64), newValue)
         }
     }
     public subscript(attribute key: String) -> Int? {
-        get { readInt(key) }
+        @inlinable @inline(__always) get {
+            if let value = fastAttributeValue(key, taggedAs: RowTag.int64) { return Int(truncatingIfNeeded: value.load(as: Int64.self)) }
+            return readInt(key)
+        }
         set {
             guard !writeInserted(key, .int64, { $0.setAttributeWord(newValue.map(Int64.init), tag: RowTag.int64, at: $1) }) else { return }
             typedWrite(key, newValue.map { .int64(Int64($0)) }, newValue)
         }
     }
     public subscript(attribute key: String) -> Double? {
-        get { readDouble(key) }
+        @inlinable @inline(__always) get {
+            if let value = fastAttributeValue(key, taggedAs: RowTag.double) { return value.load(as: Double.self) }
+            return readDouble(key)
+        }
         set {
             // NaN takes the general path, which refuses it.
             guard newValue?.isNaN == true
@@ -135,21 +144,30 @@ extension ManagedObject {
         }
     }
     public subscript(attribute key: String) -> String? {
-        get { readString(key) }
+        @inlinable @inline(__always) get {
+            if let value = fastAttributeValue(key, taggedAs: RowTag.string) { return value.load(as: String.self) }
+            return readString(key)
+        }
         set {
             guard !writeInserted(key, .string, { $0.setAttributeString(newValue, at: $1) }) else { return }
             typedWrite(key, newValue.map(AttributeValue.string), newValue)
         }
     }
     public subscript(attribute key: String) -> Bool? {
-        get { readBool(key) }
+        @inlinable @inline(__always) get {
+            if let value = fastAttributeValue(key, taggedAs: RowTag.bool) { return value.load(as: Int64.self) != 0 }
+            return readBool(key)
+        }
         set {
             guard !writeInserted(key, .bool, { $0.setAttributeWord(newValue.map { Int64($0 ? 1 : 0) }, tag: RowTag.bool, at: $1) }) else { return }
             typedWrite(key, newValue.map(AttributeValue.bool), newValue)
         }
     }
     public subscript(attribute key: String) -> Date? {
-        get { readDate(key) }
+        @inlinable @inline(__always) get {
+            if let value = fastAttributeValue(key, taggedAs: RowTag.date) { return Date(timeIntervalSinceReferenceDate: value.load(as: Double.self)) }
+            return readDate(key)
+        }
         set {
             guard !writeInserted(key, .date, { $0.setAttributeWord(newValue?.timeIntervalSinceReferenceDate, tag: RowTag.date, at: $1) }) else { return }
             typedWrite(key, newValue.map(AttributeValue.date), newValue)
@@ -173,29 +191,46 @@ extension ManagedObject {
     // the type's own tag (a flight's sixteen reads were a fifth of its fetch's instructions,
     // an `AttributeValue` made and switched over in each); any other tag takes the general
     // conversion, which accepts what it always did (an `Int64` read of an `int16` attribute).
+    //
+    // The getters are inlinable: the common case (a small literal key, a saved or inserted
+    // object that is no fault, on its queue, the slot holding the type's own tag) runs in the
+    // caller's code with no call but the queue check's `pthread_self`, and the key's hash folds
+    // to a constant there. Everything else (a long or unknown key, a fault to fulfil, nil, a
+    // converted type, misuse, which stops with its message) is the `readX` beside it, not inlined.
 
-    @inline(__always)
-    private func readInt64(_ key: String) -> Int64? {
+    /// The address of attribute `key`'s value when the inlined fast path can read it: `key` known
+    /// by its words (``AttributeKeys``), the object no fault, valid and on its context's queue,
+    /// and its slot holding `tag`. Nil sends the read to its general path, which decides (and
+    /// stops with the misuse's message where there is one).
+    @inlinable @inline(__always)
+    func fastAttributeValue(_ key: String, taggedAs tag: UInt8) -> UnsafeRawPointer? {
+        let index = info.attributeKeys.index(key)
+        guard index >= 0, !isFault, state != .invalid, link.isAlive, link.isOnQueue else { return nil }
+        return current.attributeValue(index, taggedAs: tag)
+    }
+
+    @usableFromInline @inline(never)
+    func readInt64(_ key: String) -> Int64? {
         typedRead(key, fastTag: RowTag.int64) { $0.load(as: Int64.self) }
     }
-    @inline(__always)
-    private func readInt(_ key: String) -> Int? {
+    @usableFromInline @inline(never)
+    func readInt(_ key: String) -> Int? {
         typedRead(key, fastTag: RowTag.int64) { Int(truncatingIfNeeded: $0.load(as: Int64.self)) }
     }
-    @inline(__always)
-    private func readDouble(_ key: String) -> Double? {
+    @usableFromInline @inline(never)
+    func readDouble(_ key: String) -> Double? {
         typedRead(key, fastTag: RowTag.double) { $0.load(as: Double.self) }
     }
-    @inline(__always)
-    private func readString(_ key: String) -> String? {
+    @usableFromInline @inline(never)
+    func readString(_ key: String) -> String? {
         typedRead(key, fastTag: RowTag.string) { $0.load(as: String.self) }
     }
-    @inline(__always)
-    private func readBool(_ key: String) -> Bool? {
+    @usableFromInline @inline(never)
+    func readBool(_ key: String) -> Bool? {
         typedRead(key, fastTag: RowTag.bool) { $0.load(as: Int64.self) != 0 }
     }
-    @inline(__always)
-    private func readDate(_ key: String) -> Date? {
+    @usableFromInline @inline(never)
+    func readDate(_ key: String) -> Date? {
         typedRead(key, fastTag: RowTag.date) { Date(timeIntervalSinceReferenceDate: $0.load(as: Double.self)) }
     }
 
@@ -205,9 +240,7 @@ extension ManagedObject {
         guard let index = info.attributeIndex(key) else { misuse(key, "an attribute") }
         checkAccess()
         if isFault { guard (try? link.withContext({ try $0.fulfill(self) })) != nil else { return nil } }
-        let (value, tag) = current.attributeSlot(index)
-        if tag == fastTag { return load(value) }
-        if tag == RowTag.null { return nil }
+        if let value = current.attributeValue(index, taggedAs: fastTag) { return load(value) }
         return converted(index, key)
     }
 

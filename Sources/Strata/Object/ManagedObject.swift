@@ -31,9 +31,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public var objectID: ObjectID { ObjectID(entity: info.internedName, primaryKey: primaryKey) }
     /// The object's primary key in its entity's table.
     let primaryKey: Int64
-    let info: EntityInfo
+    @usableFromInline let info: EntityInfo
     /// The way to the context: shared by all its objects, held strongly (see ``ContextLink``).
-    let link: ContextLink
+    @usableFromInline let link: ContextLink
     /// The context, or `nil` once it was released.
     var context: ManagedObjectContext? { link.context }
 
@@ -44,15 +44,15 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     // touch the same object again.
 
     /// Values as this context sees them now (pending changes included). Valid when not a fault.
-    @exclusivity(unchecked) var current: RowSnapshot
+    @usableFromInline @exclusivity(unchecked) final var current: RowSnapshot
     /// Values as last read from or written to the parent store; `nil` for a new object.
     @exclusivity(unchecked) var committed: RowSnapshot?
     @exclusivity(unchecked) var toMany: [ToManyState]
     /// True until the row is read from the store on first access.
-    @exclusivity(unchecked) public internal(set) var isFault: Bool
-    @exclusivity(unchecked) var state: LifecycleState = .clean
+    @exclusivity(unchecked) public internal(set) final var isFault: Bool
+    @usableFromInline @exclusivity(unchecked) final var state: LifecycleState = .clean
 
-    enum LifecycleState { case clean, inserted, updated, deleted, invalid }
+    @usableFromInline enum LifecycleState { case clean, inserted, updated, deleted, invalid }
 
     /// Everything an object is created with; made by the context only.
     public struct Creation {

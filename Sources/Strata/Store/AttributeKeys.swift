@@ -17,17 +17,23 @@
 /// `@unchecked Sendable`: every stored property is set in `init` and never changed, and the
 /// memory behind the pointer is written only in `init` and freed only in `deinit`; shared
 /// reads of memory nobody writes are safe.
+@usableFromInline
 final class AttributeKeys: @unchecked Sendable {
+    @usableFromInline
     struct Entry {
-        var words: (UInt64, UInt64)
+        @usableFromInline var words: (UInt64, UInt64)
         /// The attribute's index; -1 marks an empty entry.
-        var index: Int
+        @usableFromInline var index: Int
+        @usableFromInline init(words: (UInt64, UInt64), index: Int) {
+            self.words = words
+            self.index = index
+        }
     }
 
-    private let entries: UnsafeMutablePointer<Entry>
-    private let capacity: Int
-    private let multiplier: UInt64
-    private let shift: UInt64
+    @usableFromInline let entries: UnsafeMutablePointer<Entry>
+    @usableFromInline let capacity: Int
+    @usableFromInline let multiplier: UInt64
+    @usableFromInline let shift: UInt64
 
     init(_ names: [String]) {
         var capacity = 16
@@ -59,13 +65,13 @@ final class AttributeKeys: @unchecked Sendable {
         entries.deallocate()
     }
 
-    @inline(__always)
-    private static func position(_ words: (UInt64, UInt64), _ multiplier: UInt64, _ shift: UInt64) -> Int {
-        Int(truncatingIfNeeded: ((words.0 ^ (words.1 &* 0x9E37_79B9_7F4A_7C15)) &* multiplier) >> shift)
+    @inlinable @inline(__always)
+    static func position(_ words: (UInt64, UInt64), _ multiplier: UInt64, _ shift: UInt64) -> Int {
+        Int(truncatingIfNeeded: ((words.0 ^ (words.1 &* 0x9E37_79B9_7F4A_7C15)) &* multiplier) &>> shift)
     }
 
     /// The index of the attribute whose name has `key`'s very words, or -1 (see the type).
-    @inline(__always)
+    @inlinable @inline(__always)
     func index(_ key: String) -> Int {
         guard SlotTable.wordsAreRepresentation else { return -1 }
         let words = SlotTable.words(of: key)
@@ -74,7 +80,7 @@ final class AttributeKeys: @unchecked Sendable {
             let entry = entries[position]
             if entry.words == words { return entry.index }
             if entry.index < 0 { return -1 }
-            position = (position + 1) & (capacity - 1)
+            position = (position &+ 1) & (capacity &- 1)
         }
     }
 

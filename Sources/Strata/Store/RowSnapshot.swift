@@ -10,9 +10,10 @@ internal import StrataSQLite
 // the single reference (`isKnownUniquelyReferenced`, a copy otherwise: the copy-on-write of
 // `Array`'s buffer); all it holds (strings, data, boxed `AttributeValue`s) is `Sendable`.
 // @unchecked Sendable because of that: no two threads ever change one storage.
+@usableFromInline
 struct RowSnapshot: @unchecked Sendable, Equatable {
     /// Attributes then to-one keys, in one allocation (see ``RowStorage``).
-    private var storage: RowStorage
+    @usableFromInline var storage: RowStorage
     /// The stored row's `_version` these values were read at (0: never stored).
     var version: Int64 = 0
 
@@ -61,13 +62,12 @@ struct RowSnapshot: @unchecked Sendable, Equatable {
         return storage.value(index)
     }
 
-    /// Attribute `index`'s value address and tag (``RowStorage``): a typed read loads its value
-    /// from there, with no `AttributeValue` in between. The address is valid while this row's
-    /// storage is neither changed nor released: read it at once.
-    @inline(__always)
-    func attributeSlot(_ index: Int) -> (value: UnsafeRawPointer, tag: UInt8) {
-        precondition(index >= 0 && index < storage.attributeCount, "attribute index out of range")
-        return storage.slot(index)
+    /// The address of attribute `index`'s value when its slot holds `tag` (``RowStorage``), else
+    /// nil: a typed read loads its value from there, with no `AttributeValue` in between. Valid
+    /// while this row's storage is neither changed nor released: read it at once.
+    @inlinable @inline(__always)
+    func attributeValue(_ index: Int, taggedAs tag: UInt8) -> UnsafeRawPointer? {
+        storage.attributeValue(index, taggedAs: tag)
     }
 
     /// Sets attribute `index`.
@@ -122,7 +122,7 @@ struct RowSnapshot: @unchecked Sendable, Equatable {
 
     private init(storage: RowStorage) { self.storage = storage }
 
-    static func == (lhs: RowSnapshot, rhs: RowSnapshot) -> Bool {
+    @usableFromInline static func == (lhs: RowSnapshot, rhs: RowSnapshot) -> Bool {
         lhs.attributes == rhs.attributes && lhs.toOnes == rhs.toOnes
     }
 

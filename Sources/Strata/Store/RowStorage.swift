@@ -16,6 +16,7 @@ internal import Foundation
 /// the process (``RowLayout``): the header points at it, and reading a row needs no schema lookup.
 ///
 /// Not `Sendable` itself (`ManagedBuffer` forbids it); ``RowSnapshot``, which owns it, is.
+@usableFromInline
 final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
     deinit {
         withUnsafeMutablePointers { header, words in
@@ -96,10 +97,17 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
         }
     }
 
-    /// The address of `slot`'s value and its tag (valid while the storage is unchanged and alive).
-    @inline(__always)
-    func slot(_ slot: Int) -> (value: UnsafeRawPointer, tag: UInt8) {
-        withSlot(slot) { value, tag, _ in (UnsafeRawPointer(value), tag.pointee) }
+    /// The address of attribute `index`'s value when its tag is `tag`; nil when the tag is another
+    /// or `index` is no attribute of this row. Valid while the storage is unchanged and alive:
+    /// load from it at once. What the typed reads inline into their callers.
+    @inlinable @inline(__always)
+    func attributeValue(_ index: Int, taggedAs tag: UInt8) -> UnsafeRawPointer? {
+        withUnsafeMutablePointers { header, words in
+            guard index < header.pointee.attributeCount else { return nil }
+            let base = UnsafeRawPointer(words)
+            guard base.load(fromByteOffset: header.pointee.tagOffset &+ index, as: UInt8.self) == tag else { return nil }
+            return base + Int(header.pointee.shapes[index] >> 1) &* 8
+        }
     }
 
     /// The tag of `slot` (``RowTag``).
@@ -249,12 +257,13 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
 }
 
 /// What a ``RowStorage`` knows about itself (all trivial: no reference counting to read it).
+@usableFromInline
 struct RowStorageHeader: Sendable {
     // An address rather than a pointer, so that the header is plainly `Sendable`: the table is
     // immutable and never freed (see `RowLayout.internedShapes`), so any thread may read it.
-    private let shapeTable: UInt
+    @usableFromInline let shapeTable: UInt
     // 16-bit counts, to keep the header at 16 bytes (``RowLayout`` refuses a row of more words).
-    private let counts: (attributes: UInt16, slots: UInt16, valueWords: UInt16, words: UInt16)
+    @usableFromInline let counts: (attributes: UInt16, slots: UInt16, valueWords: UInt16, words: UInt16)
 
     init(shapes: UnsafePointer<UInt16>, attributeCount: Int, slotCount: Int, valueWordCount: Int, wordCount: Int) {
         shapeTable = UInt(bitPattern: shapes)
@@ -262,36 +271,39 @@ struct RowStorageHeader: Sendable {
     }
 
     /// Each slot's `wordOffset << 1 | isWide`, shared by every row of the layout.
-    var shapes: UnsafePointer<UInt16> { UnsafePointer(bitPattern: shapeTable).unsafelyUnwrapped }
-    var attributeCount: Int { Int(counts.attributes) }
+    @inlinable var shapes: UnsafePointer<UInt16> { UnsafePointer(bitPattern: shapeTable).unsafelyUnwrapped }
+    @inlinable var attributeCount: Int { Int(counts.attributes) }
     var slotCount: Int { Int(counts.slots) }
     var wordCount: Int { Int(counts.words) }
     /// Byte offset of the tags in the tail words: right after the values.
-    var tagOffset: Int { Int(counts.valueWords) &* 8 }
+    @inlinable var tagOffset: Int { Int(counts.valueWords) &* 8 }
 }
 
-/// What a row's slot holds now.
+/// What a row's slot holds now. Constants as inlinable computed properties, so that the typed
+/// reads inlined into other modules (``ManagedObject/subscript(attribute:)``) compare with a
+/// literal instead of calling a global's accessor.
+@usableFromInline
 enum RowTag {
-    static let null: UInt8 = 0
-    static let int64: UInt8 = 1
-    static let double: UInt8 = 2
-    static let string: UInt8 = 3
-    static let date: UInt8 = 4
-    static let int16: UInt8 = 5
-    static let int32: UInt8 = 6
-    static let float: UInt8 = 7
-    static let bool: UInt8 = 8
-    static let uuid: UInt8 = 9
+    @inlinable static var null: UInt8 { 0 }
+    @inlinable static var int64: UInt8 { 1 }
+    @inlinable static var double: UInt8 { 2 }
+    @inlinable static var string: UInt8 { 3 }
+    @inlinable static var date: UInt8 { 4 }
+    @inlinable static var int16: UInt8 { 5 }
+    @inlinable static var int32: UInt8 { 6 }
+    @inlinable static var float: UInt8 { 7 }
+    @inlinable static var bool: UInt8 { 8 }
+    @inlinable static var uuid: UInt8 { 9 }
     /// A retained ``AttributeBox``: URLs, decimals, and any value whose native form does not fit
     /// its slot.
-    static let boxed: UInt8 = 10
+    @inlinable static var boxed: UInt8 { 10 }
     /// `Data`, in a wide slot (where `Data` is 16 bytes or less, as on 64-bit Linux): no box for
     /// the blob-valued attributes many models have.
-    static let binary: UInt8 = 11
+    @inlinable static var binary: UInt8 { 11 }
     /// No slot's tag: a typed read with no fast path asks for it.
-    static let none: UInt8 = 0xFF
+    @inlinable static var none: UInt8 { 0xFF }
     /// Bit `tag` set for the tags whose value holds a reference: `string`, `boxed`, `binary`.
-    static let holdingReferences: UInt16 = 1 << 3 | 1 << 10 | 1 << 11
+    @inlinable static var holdingReferences: UInt16 { 1 << 3 | 1 << 10 | 1 << 11 }
 }
 
 /// A value kept out of line in a row.

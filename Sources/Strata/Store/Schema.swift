@@ -94,6 +94,7 @@ enum ToManyStorage: Sendable {
 }
 
 /// One entity, resolved for storage.
+@usableFromInline
 final class EntityInfo: Sendable {
     let name: String
     /// `name`, interned: the IDs of this entity's objects point at it.
@@ -152,7 +153,7 @@ final class EntityInfo: Sendable {
     func slot(_ key: String) -> Slot? { slotTable.lookup(key) }
 
     /// The attribute names' representations → attribute indexes: the typed reads' lookup.
-    let attributeKeys: AttributeKeys
+    @usableFromInline let attributeKeys: AttributeKeys
 
     /// The attribute slot named `key`, or nil when `key` names no attribute: ``AttributeKeys``,
     /// then, for a key it does not know by its words, the byte lookup of ``SlotTable``.
@@ -264,6 +265,7 @@ final class EntityInfo: Sendable {
 /// usually literals on both sides, so a lookup is a hash of two words and one comparison. A key
 /// that misses there (a long name, a string built another way) takes the byte path: the answer
 /// never depends on the representation, only the speed does.
+@usableFromInline
 struct SlotTable: Sendable {
     private struct Small: Sendable {
         var words: (UInt64, UInt64)
@@ -326,11 +328,11 @@ struct SlotTable: Sendable {
 
     /// A `String` is two 64-bit words on the platforms Strata runs on; elsewhere only the byte
     /// path is used.
-    static let wordsAreRepresentation = MemoryLayout<String>.size == 16 && MemoryLayout<UInt>.size == 8
+    @inlinable static var wordsAreRepresentation: Bool { MemoryLayout<String>.size == 16 && MemoryLayout<UInt>.size == 8 }
 
     /// The key's two words, as they are in memory: equal words are the same string (the same
     /// small-string bytes, or the same storage); different words may still be equal strings.
-    @inline(__always)
+    @inlinable @inline(__always)
     static func words(of key: String) -> (UInt64, UInt64) { unsafeBitCast(key, to: (UInt64, UInt64).self) }
 
     @inline(__always)
