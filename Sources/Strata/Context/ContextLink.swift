@@ -3,6 +3,8 @@ internal import Foundation
 public import Synchronization
 #if canImport(Glibc)
 public import Glibc
+#elseif canImport(Darwin)
+public import Darwin
 #endif
 
 /// What a context shares with each of its objects: the thread that runs the context's queue now,

@@ -205,7 +205,8 @@ extension ManagedObject {
     @inlinable @inline(__always)
     func fastAttributeValue(_ key: String, taggedAs tag: UInt8) -> UnsafeRawPointer? {
         let index = info.attributeKeys.index(key)
-        guard index >= 0, !isFault, state != .invalid, link.isAlive, link.isOnQueue else { return nil }
+        // The queue first: the object's own state is read only on its queue.
+        guard index >= 0, link.isAlive, link.isOnQueue, state != .invalid, !isFault else { return nil }
         return current.attributeValue(index, taggedAs: tag)
     }
 
