@@ -36,6 +36,28 @@ import StrataTestSupport
         print("attribute-keys: names=\(Self.names.count) small=\(small) first-probe=\(firstProbe)")
     }
 
+    /// Entities of many attributes too: the table grows until one multiplier places every small
+    /// name alone (up to 64 entries a name), so a hit never probes, checked up to 300 attributes.
+    /// Past that the table stops growing and some names probe (991 of 1,000 at the first probe
+    /// here): every answer is still right.
+    @Test(arguments: [1, 16, 100, 300, 1_000])
+    func everySmallNameAtItsFirstProbe(count: Int) {
+        let names = (0..<count).map { "attribute_\($0)" }
+        let keys = AttributeKeys(names)
+        var firstProbe = 0
+        for (index, name) in names.enumerated() {
+            #expect(keys.index(name) == index, "\(name)")
+            if keys.probes(name) == 1 { firstProbe += 1 }
+        }
+        if count <= 300 {
+            #expect(firstProbe == count, "\(firstProbe) of \(count) at the first probe")
+        } else {
+            #expect(firstProbe * 100 >= count * 95, "\(firstProbe) of \(count) at the first probe")
+        }
+        #expect(keys.index("attribute_\(count)") == -1)
+        print("attribute-keys: names=\(count) first-probe=\(firstProbe)")
+    }
+
     /// Every typed read of a stored object, through both lookups (a literal key, a key made at
     /// run time, a long name), for each type's own tag, a converted type, nil, and misuse-free
     /// reads of every attribute of `TestModels.allTypes` against `value(forKey:)`.
