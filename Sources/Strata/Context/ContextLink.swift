@@ -17,9 +17,9 @@ public import Darwin
 /// every flight (perf: weak loads 8%, slow releases 17%). An object
 /// now holds this link strongly (a plain object: cheap to retain), checks its queue and liveness
 /// here, and borrows the context unretained only when it needs it: to read a fault, to write.
+@usableFromInline
 // @unchecked because: `owner` and `alive` are atomics; `unmanaged` is written once, in the
 // context's initialiser, before the link is shared with any object or thread.
-@usableFromInline
 final class ContextLink: @unchecked Sendable {
     /// The thread running a block on the context's queue (0 when none).
     @usableFromInline let owner = Atomic<UInt>(0)

@@ -13,11 +13,10 @@
 /// The entries live in memory this object allocates once: a read indexes a pointer (no array
 /// bounds check, no copy of a struct of arrays onto the stack, which the `SlotTable` path paid
 /// on every read; callgrind).
-///
-/// `@unchecked Sendable`: every stored property is set in `init` and never changed, and the
-/// memory behind the pointer is written only in `init` and freed only in `deinit`; shared
-/// reads of memory nobody writes are safe.
 @usableFromInline
+// @unchecked Sendable because: every stored property is set in `init` and never changed, and
+// the memory behind the pointer is written only in `init` and freed only in `deinit`; shared
+// reads of memory nobody writes are safe.
 final class AttributeKeys: @unchecked Sendable {
     @usableFromInline
     struct Entry {
@@ -99,7 +98,7 @@ final class AttributeKeys: @unchecked Sendable {
         var position = AttributeKeys.position(words, multiplier, shift)
         var count = 1
         while entries[position].words != words && entries[position].index >= 0 {
-            position = (position + 1) & (capacity - 1)
+            position = (position &+ 1) & (capacity &- 1)
             count += 1
         }
         return count
