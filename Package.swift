@@ -38,6 +38,9 @@ let package = Package(
             name: "CStrataVFS",
             dependencies: ["CSQLite"]
         ),
+        // The calling thread's identity without a call (a header of one inline function), for
+        // the queue check every object access makes.
+        .target(name: "CStrataThread"),
         .target(
             name: "StrataSQLite",
             dependencies: ["CSQLite", "CStrataVFS"],
@@ -57,7 +60,7 @@ let package = Package(
         ),
         .target(
             name: "Strata",
-            dependencies: ["StrataSQLite", "CZlib", "StrataMacros", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["StrataSQLite", "CZlib", "CStrataThread", "StrataMacros", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .executableTarget(

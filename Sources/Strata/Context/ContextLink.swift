@@ -1,11 +1,7 @@
 internal import Foundation
 // Public: the typed reads inline the queue check (`isOnQueue`) into their callers.
 public import Synchronization
-#if canImport(Glibc)
-public import Glibc
-#elseif canImport(Darwin)
-public import Darwin
-#endif
+public import CStrataThread
 
 /// What a context shares with each of its objects: the thread that runs the context's queue now,
 /// whether the context still exists, and the way back to it.
@@ -31,8 +27,13 @@ final class ContextLink: @unchecked Sendable {
     /// Called once by the context's initialiser.
     func attach(_ context: ManagedObjectContext) { unmanaged = Unmanaged.passUnretained(context) }
 
-    /// Called by the context's `deinit`: objects still held elsewhere become unusable.
-    func detach() { alive.store(false, ordering: .releasing) }
+    /// Called by the context's `deinit`: objects still held elsewhere become unusable. The owner
+    /// goes back to 0 as well (no block of a context can run while it is deinitialised: each
+    /// holds it), so that ``isOnQueue`` is false for a link whose context is gone.
+    func detach() {
+        alive.store(false, ordering: .releasing)
+        owner.store(0, ordering: .releasing)
+    }
 
     @inlinable var isAlive: Bool { alive.load(ordering: .acquiring) }
 
@@ -49,15 +50,13 @@ final class ContextLink: @unchecked Sendable {
         try unmanaged!._withUnsafeGuaranteedRef(body)
     }
 
-    @inlinable static func currentThread() -> UInt {
-        #if canImport(Glibc)
-        UInt(pthread_self())
-        #else
-        UInt(bitPattern: pthread_self())
-        #endif
-    }
+    /// The calling thread's identity (`strata_current_thread`: the thread pointer, read with no
+    /// call, on Linux).
+    @inlinable static func currentThread() -> UInt { UInt(strata_current_thread()) }
 
-    /// True when the caller runs on the context's queue (inside `perform`/`performAndWait`).
+    /// True when the caller runs on the context's queue (inside `perform`/`performAndWait`);
+    /// never true once the context is gone (``detach()``), so a true answer also says that the
+    /// context is alive: the typed reads' fast path checks this alone.
     @inlinable @inline(__always)
     var isOnQueue: Bool { owner.load(ordering: .acquiring) == ContextLink.currentThread() }
 }

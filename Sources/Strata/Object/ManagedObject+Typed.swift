@@ -194,7 +194,7 @@ extension ManagedObject {
     //
     // The getters are inlinable: the common case (a small literal key, a saved or inserted
     // object that is no fault, on its queue, the slot holding the type's own tag) runs in the
-    // caller's code with no call but the queue check's `pthread_self`, and the key's hash folds
+    // caller's code with no call at all (the queue check reads the thread pointer), and the key's hash folds
     // to a constant there. Everything else (a long or unknown key, a fault to fulfil, nil, a
     // converted type, misuse, which stops with its message) is the `readX` beside it, not inlined.
 
@@ -205,8 +205,9 @@ extension ManagedObject {
     @inlinable @inline(__always)
     func fastAttributeValue(_ key: String, taggedAs tag: UInt8) -> UnsafeRawPointer? {
         let index = info.attributeKeys.index(key)
-        // The queue first: the object's own state is read only on its queue.
-        guard index >= 0, link.isAlive, link.isOnQueue, state != .invalid, !isFault else { return nil }
+        // The queue first: the object's own state is read only on its queue. On the queue means
+        // alive (a gone context's link has no owner): one check for both.
+        guard index >= 0, link.isOnQueue, state != .invalid, !isFault else { return nil }
         return current.attributeValue(index, taggedAs: tag)
     }
 

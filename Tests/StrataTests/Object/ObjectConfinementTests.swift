@@ -62,6 +62,51 @@ import StrataTestSupport
         }
     }
 
+    /// The typed reads' inlined fast path checks only that the link's owner is the calling
+    /// thread: a released context's link must have no owner, so that such a read, even inside a
+    /// block of another context (the thread on *a* queue), takes the general path and stops.
+    @Test func aReleasedContextsLinkIsOnNoQueue() throws {
+        let directory = TemporaryDirectory()
+        let good = try Self.orphanedGood(directory.file("g.sqlite"))
+        #expect(!good.link.isAlive)
+        #expect(good.link.owner.load(ordering: .acquiring) == 0)
+        #expect(!good.link.isOnQueue)
+    }
+
+    @Test func readingAnObjectWhoseContextWasReleasedStopsInsideAnotherContextsBlock() async {
+        let directory = TemporaryDirectory()
+        await #expect(processExitsWith: .failure) { [folder = directory.url as URL] in
+            let good = try ObjectConfinementTests.orphanedGood(folder.appendingPathComponent("g1.sqlite"))
+            let other = try StoreCoordinator(model: ModelTests.goods(), url: folder.appendingPathComponent("g2.sqlite")).newContext()
+            other.performAndWait { _ = good[attribute: "name"] as String? }
+        }
+    }
+
+    /// The queue check's thread identity (`strata_current_thread`, the thread pointer on Linux):
+    /// never 0 (a link's "no owner"), the same on every call from one thread, another on another
+    /// thread alive at the same time.
+    @Test func theThreadIdentityIsStableAndDistinct() {
+        let mine = ContextLink.currentThread()
+        #expect(mine != 0)
+        #expect(ContextLink.currentThread() == mine)
+        #if os(Linux) && arch(x86_64)
+        #expect(mine == UInt(pthread_self()), "on x86-64 Linux the thread pointer is pthread_self()")
+        #endif
+        let theirs = Locked<UInt>(0)
+        let started = DispatchSemaphore(value: 0), finish = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            theirs.withLock { $0 = ContextLink.currentThread() }
+            started.signal()
+            finish.wait() // alive while this thread compares
+        }
+        thread.start()
+        started.wait()
+        let other = theirs.withLock { $0 }
+        finish.signal()
+        #expect(other != 0)
+        #expect(other != mine)
+    }
+
     @Test func readingAnObjectOffItsContextsQueueStops() async {
         let directory = TemporaryDirectory()
         await #expect(processExitsWith: .failure) { [folder = directory.url as URL] in
