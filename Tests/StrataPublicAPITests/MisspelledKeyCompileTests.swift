@@ -93,6 +93,9 @@ import Testing
             "-Xcc", "-fmodule-map-file=" + sources.appendingPathComponent("CZlib/module.modulemap").path,
             "-Xcc", "-fmodule-map-file=" + build.appendingPathComponent("CStrataVFS.build/module.modulemap").path,
             "-Xcc", "-I" + sources.appendingPathComponent("CStrataVFS/include").path,
+            // Strata imports it publicly (the inlined queue check reads the thread pointer).
+            "-Xcc", "-fmodule-map-file=" + build.appendingPathComponent("CStrataThread.build/module.modulemap").path,
+            "-Xcc", "-I" + sources.appendingPathComponent("CStrataThread/include").path,
             "-load-plugin-executable", plugin.path + "#StrataMacros",
             file.path,
         ]

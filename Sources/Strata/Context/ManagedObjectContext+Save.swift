@@ -221,6 +221,7 @@ extension ManagedObjectContext {
         // What a conflict's resolution changed in this context's own objects: news for its
         // observers (a list showing the object), posted before the save's did-save.
         var resolved = ObjectChanges()
+        var moves = MemberMoves()
         for (id, resolution) in resolutions {
             guard let object = inserted[id] ?? updated[id] ?? deleted[id] else { continue }
             switch resolution {
@@ -233,8 +234,14 @@ extension ManagedObjectContext {
             updated[id] = nil
             deleted[id] = nil
             // Our to-one changes may have lost: the inverses kept in memory are read again.
-            if case .written(let row) = resolution { resetInverses(of: object, ours: object.current, final: row) }
-            if case .adoptedTheirs(let row) = resolution { resetInverses(of: object, ours: object.current, final: row) }
+            if case .written(let row) = resolution {
+                resetInverses(of: object, ours: object.current, final: row)
+                moves.note(object, final: row)
+            }
+            if case .adoptedTheirs(let row) = resolution {
+                resetInverses(of: object, ours: object.current, final: row)
+                moves.note(object, final: row)
+            }
             switch resolution {
             case .written(let row), .adoptedTheirs(let row):
                 if row.attributes != object.current.attributes || row.toOnes != object.current.toOnes {
@@ -266,6 +273,8 @@ extension ManagedObjectContext {
                 removed[id] = object
             }
         }
+        for object in updated.values { moves.note(object, final: object.current) }
+        realignMembers(moves)
         // One pass per set: new versions, what was saved (only when someone will read it), and
         // the current values becoming the committed ones.
         for object in inserted.values {
@@ -377,6 +386,9 @@ extension ManagedObjectContext {
 
     /// After a successful save: the current values become the committed ones.
     func acceptPendingChanges() {
+        var moves = MemberMoves()
+        for object in updated.values { moves.note(object, final: object.current) }
+        realignMembers(moves)
         for object in Array(inserted.values) + Array(updated.values) {
             object.committed = object.current
             object.acceptToManyChanges()
@@ -390,6 +402,46 @@ extension ManagedObjectContext {
         inserted = [:]
         updated = [:]
         deleted = [:]
+    }
+
+    /// The saved objects whose to-one a save moves (its value read from the level above, before,
+    /// differs from the one saved): each becomes a member of its new owner's loaded to-many only.
+    struct MemberMoves {
+        /// Destination entity → index of the inverse to-many there → (moved object's key, its owner now).
+        var byEntity: [String: [Int: [(key: Int64, owner: Int64?)]]] = [:]
+
+        mutating func note(_ object: ManagedObject, final: RowSnapshot) {
+            guard let before = object.committed, !object.info.toOneInverseSlots.isEmpty else { return }
+            for (slot, inverse) in object.info.toOneInverseSlots.enumerated() {
+                guard case .toMany(let index)? = inverse, before.toOnes[slot] != final.toOnes[slot] else { continue }
+                byEntity[object.info.toOneDestinations[slot], default: [:]][index, default: []]
+                    .append((object.primaryKey, final.toOnes[slot]))
+            }
+        }
+    }
+
+    /// After a save, before its values become the committed ones: every loaded to-many of this
+    /// context lists a moved object only if it is the object's owner now. While the move was
+    /// pending, reads already followed the object's to-one (``toManyKeys(_:_:)``); but a merge
+    /// could have put the object in a third owner's list meanwhile (another coordinator moved
+    /// the row there under the local change), and once the save makes the move the level
+    /// above's, that list would still name it, and a fetch evaluated in memory
+    /// (`ANY items.flag == YES` with changes pending) would list the owner (model test seed
+    /// 5375751684696830537). Costs nothing when the save moves no object.
+    func realignMembers(_ moves: MemberMoves) {
+        guard !moves.byEntity.isEmpty else { return }
+        for owner in registered.values where !owner.toMany.isEmpty {
+            guard let byIndex = moves.byEntity[owner.info.name] else { continue }
+            for (index, moved) in byIndex where owner.toMany[index].committed != nil {
+                for move in moved {
+                    if move.owner == owner.primaryKey {
+                        owner.toMany[index].committed!.insert(move.key)
+                    } else {
+                        owner.toMany[index].committed!.remove(move.key)
+                    }
+                }
+            }
+        }
     }
 
     /// After a save: the objects it deleted leave every loaded to-many of this context. While

@@ -88,4 +88,30 @@ import Testing
         ])
         #expect(problems.isEmpty, "\(problems)")
     }
+
+    /// Seed 5375751684696830537 (found 2026-11-27 by CI's random seeds), shrunk to 12 batches.
+    /// An update context moves an item to category 2 and saves into main only; another
+    /// coordinator moves the item to category 4 in the store; main merges that (category 4's
+    /// loaded members now list the item, while the item's pending to-one still says 2) and saves
+    /// to the store, where its move wins. Category 4's member list in main kept the item after
+    /// the save, so the next edit on main, evaluated in memory, listed category 4 among the
+    /// categories with a flagged item. A save now realigns every loaded member list with the
+    /// to-ones it moves (`realignMembers`).
+    @Test func aMoveSavedOverAnotherCoordinatorsMoveLeavesTheThirdOwner() throws {
+        let problems = try ControllerModelRun.replay([
+            ModelBatch(.mainSaveThenWriterSave, [.deleteItem(10)]),
+            ModelBatch(.background, [.deleteItem(9)]),
+            ModelBatch(.updateSaveToStore, [.deleteParent(.category, 38)]),
+            ModelBatch(.mainEdits, [.deleteItem(41)]),
+            ModelBatch(.updateSaveThenMainSaveToStore, [.deleteParent(.shelf, 11), .deleteItem(20)]),
+            ModelBatch(.background, [.insertItem(name: 9, group: 4, score: 2, flag: true, parents: [9, 54, 35, 36]), .insertItem(name: 10, group: 3, score: 0, flag: true, parents: [60, 37, 19, 63])]),
+            ModelBatch(.updateSaveToStore, [.insertParent(.category, name: 2)]),
+            ModelBatch(.updateSaveThenMainSaveToStore, [.deleteItem(26)]),
+            ModelBatch(.updateSaveOnly, [.insertParent(.category, name: 1), .reparent(5, .category, 33)]),
+            ModelBatch(.externalCoordinator, [.reparent(5, .category, 23)]),
+            ModelBatch(.mainEditsSaveToStore, []),
+            ModelBatch(.mainEditsSaveToStore, [.setName(60, 11)]),
+        ])
+        #expect(problems.isEmpty, "\(problems)")
+    }
 }
