@@ -202,13 +202,29 @@ public final class Statement {
         guard let text = sqlite3_column_text(handle, index) else {
             return sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : ""
         }
-        let count = Int(sqlite3_column_bytes(handle, index))
-        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+        return Statement.string(text, count: Int(sqlite3_column_bytes(handle, index)))
     }
 
     public func string(at index: Int32) -> String {
         guard let text = sqlite3_column_text(handle, index) else { return "" }
-        let count = Int(sqlite3_column_bytes(handle, index))
+        return Statement.string(text, count: Int(sqlite3_column_bytes(handle, index)))
+    }
+
+    /// A column's text as a `String`, invalid UTF-8 repaired as `String(decoding:as:)` does.
+    ///
+    /// Text of up to 15 bytes — most names, codes and keys — goes through
+    /// `String(unsafeUninitializedCapacity:initializingUTF8With:)`, which makes a small string in
+    /// place and, when its bytes are ASCII, skips UTF-8 validation; other small text is repaired
+    /// by the same call exactly as `String(decoding:as:)` repairs it. `String(decoding:as:)` on
+    /// short text validated first (about 175 instructions for a 6-byte tail number, callgrind).
+    @inlinable @inline(__always)
+    static func string(_ text: UnsafePointer<UInt8>, count: Int) -> String {
+        if count > 0 && count <= 15 {
+            return String(unsafeUninitializedCapacity: count) { buffer in
+                buffer.baseAddress.unsafelyUnwrapped.update(from: text, count: count)
+                return count
+            }
+        }
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 

@@ -14,6 +14,41 @@ import Testing
         #expect(statement.sql == "SELECT ? AS first, ? + 1 AS second, 'x' AS third")
     }
 
+    /// Text is read into a `String` by two routes (small text of up to 15 bytes made in place,
+    /// longer text decoded): both must give what `String(decoding:as:)` gives for the same bytes,
+    /// invalid UTF-8 repaired alike, at every length around the 15-byte edge.
+    @Test func textReadsAsStringDecodingGivesIt() throws {
+        let db = try Connection.inMemory()
+        var generator = SystemRandomNumberGenerator()
+        let alphabets: [[UInt8]] = [
+            Array(0x20...0x7E),                                   // printable ASCII
+            [0x00, 0x01, 0x41, 0x7F],                             // NUL and edges of ASCII
+            Array("héllo wörld ü 日本 🙂".utf8),                     // valid multi-byte pieces
+            [0x41, 0x80, 0xBF, 0xC0, 0xC3, 0xA9, 0xE6, 0xF0, 0xFF], // invalid and truncated sequences
+        ]
+        var cases = 0, small = 0, nonASCII = 0
+        for length in 0...40 {
+            for alphabet in alphabets {
+                for _ in 0..<25 {
+                    let bytes = (0..<length).map { _ in alphabet.randomElement(using: &generator)! }
+                    let hex = bytes.map { String(format: "%02X", $0) }.joined()
+                    let statement = try db.prepare("SELECT CAST(X'\(hex)' AS TEXT)")
+                    #expect(try statement.step())
+                    let expected = String(decoding: bytes, as: UTF8.self)
+                    let read = statement.string(at: 0), optional = statement.optionalString(at: 0)
+                    #expect(read == expected && Array(read.utf8) == Array(expected.utf8), "bytes \(hex)")
+                    #expect(optional == expected && optional.map { Array($0.utf8) } == Array(expected.utf8), "bytes \(hex)")
+                    statement.reset()
+                    cases += 1
+                    if length <= 15 { small += 1 }
+                    if bytes.contains(where: { $0 >= 0x80 }) { nonASCII += 1 }
+                }
+            }
+        }
+        print("statement-text: cases=\(cases) small=\(small) non-ascii=\(nonASCII)")
+        #expect(small > 0 && nonASCII > 0)
+    }
+
     @Test func stepReturnsEachRowThenFalse() throws {
         let db = try Connection.inMemory()
         try db.execute("CREATE TABLE t(a); INSERT INTO t VALUES (10), (20)")
