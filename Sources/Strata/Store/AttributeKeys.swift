@@ -13,11 +13,10 @@
 /// The entries live in memory this object allocates once: a read indexes a pointer (no array
 /// bounds check, no copy of a struct of arrays onto the stack, which the `SlotTable` path paid
 /// on every read; callgrind).
-@usableFromInline
-// @unchecked Sendable because: every stored property is set in `init` and never changed, and
-// the memory behind the pointer is written only in `init` and freed only in `deinit`; shared
-// reads of memory nobody writes are safe.
-final class AttributeKeys: @unchecked Sendable {
+// Every stored property is set in `init` and never changed, and the memory behind the pointer
+// is written only in `init` and freed only in `deinit`: shared reads of memory nobody writes.
+// @unchecked Sendable because of that.
+@usableFromInline final class AttributeKeys: @unchecked Sendable {
     @usableFromInline
     struct Entry {
         @usableFromInline var words: (UInt64, UInt64)
