@@ -19,6 +19,7 @@ import Strata
 //                                statement) stay out of callgrind's count
 //   STRATA_PROFILE_STORE=path    Strata's store there (raw's at path + ".raw"), kept and reused
 //                                by later runs: a fetch profile without the import before it
+//                                (batch-insert always writes a store of its own)
 //   STRATA_PROFILE_CACHE_KIB=N   SQLite's page cache of N KiB wherever a mode imports (the
 //                                import modes' rounds, a store built first), on both sides
 //                                (StoreOptions.cacheSizeKiB; raw: PRAGMA cache_size); the
@@ -66,6 +67,9 @@ enum Profile {
         let kept = environment["STRATA_PROFILE_STORE"].map { URL(fileURLWithPath: $0) }
         let strataURL = kept ?? folder.appendingPathComponent("flights.sqlite")
         let rawPath = strataURL.path + ".raw"
+        // batch-insert writes a store of its own, always in this process's folder: the kept store
+        // is the prepared one other modes (run at the same time by Benchmarks/perf-gate) read.
+        let batchInsertURL = folder.appendingPathComponent("batch-insert.sqlite")
         // The growth curve's synthetic flights instead of the real ones (a 1,000,000-row import).
         let flights = environment["STRATA_PROFILE_SCALE"].flatMap(Int.init).map(data.scaledFlights) ?? data.flights
         let rounds = environment["STRATA_PROFILE_ROUNDS"].flatMap(Int.init) ?? 3
@@ -125,8 +129,9 @@ enum Profile {
             // once). The last of them to close checkpoints the WAL into the database file and
             // deletes it; a copy taken meanwhile would hold the file without the WAL's pages.
             // A read transaction held here for the copy keeps this process a reader, so nobody
-            // else is the last to close. (CI once ran batch-update on a copy with no flights;
-            // the cause was not reproduced, so the copy is also checked below.)
+            // else is the last to close. The copy's flights are counted too: CI twice ran
+            // batch-update on a store with no flights, because batch-insert, run at the same
+            // time, was rebuilding the prepared store in place (it now writes its own).
             let holder = try RawDB(path: source)
             try holder.execute("BEGIN")
             let flightRows = try holder.count("Flight")
@@ -153,10 +158,10 @@ enum Profile {
             case "raw-import":
                 try rawStore(fresh: true, measured: measured)
             case "batch-insert":
-                removeStore(strataURL.path)
+                removeStore(batchInsertURL.path)
                 var options = StoreOptions()
                 options.pageChecksums = environment["STRATA_PAGE_CHECKSUMS"] != "0"
-                let coordinator = try StoreCoordinator(model: StrataSide.model, url: strataURL, options: options)
+                let coordinator = try StoreCoordinator(model: StrataSide.model, url: batchInsertURL, options: options)
                 let (count, seconds) = try timed {
                     measured ? try strataRegionBatchInsert(data, flights, coordinator) : try StrataSide.batchImportAll(data, flights: flights, into: coordinator)
                 }
@@ -279,7 +284,7 @@ enum Profile {
         // the line `Runner`'s peak-RSS rows parse (`childPeakResidentBytes(mode:)`).
         let peak = peakResidentBytes()
         if ["import", "raw-import", "batch-insert"].contains(mode) {
-            let db = try RawDB(path: mode == "raw-import" ? rawPath : strataURL.path)
+            let db = try RawDB(path: mode == "raw-import" ? rawPath : mode == "batch-insert" ? batchInsertURL.path : strataURL.path)
             let counts = try ["Flight", "Airline", "Airport", "Plane"].map { try db.count($0) }
             let expected = [flights.count, data.airlines.count, data.airports.count, data.planes.count]
             try expect(counts == expected, "\(mode) wrote \(counts) rows (flights, airlines, airports, planes), expected \(expected)")
