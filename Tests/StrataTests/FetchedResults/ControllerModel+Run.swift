@@ -411,7 +411,10 @@ final class ControllerModelRun {
             for operation in operations {
                 if debugging { print("batch request \(operation)") }
                 do {
-                    if try operation.applyAsBatch(on: container.coordinator) { tally.operations["batch " + operation.kind, default: 0] += 1 }
+                    if try operation.applyAsBatch(on: container.coordinator, wide: batch.wide) {
+                        tally.operations["batch " + operation.kind, default: 0] += 1
+                        if batch.wide, operation.isWideWhenBatched { tally.outcomes["batch request over a predicate (many rows)", default: 0] += 1 }
+                    }
                 } catch let error as BatchError {
                     let reason = switch error {
                     case .denied: "deny"
