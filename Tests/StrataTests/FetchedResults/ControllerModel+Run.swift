@@ -413,7 +413,7 @@ final class ControllerModelRun {
                 do {
                     if try operation.applyAsBatch(on: container.coordinator, wide: batch.wide) {
                         tally.operations["batch " + operation.kind, default: 0] += 1
-                        if batch.wide, operation.isWideWhenBatched { tally.outcomes["batch request over a predicate (many rows)", default: 0] += 1 }
+                        if batch.wide, operation.isWideWhenBatched { tally.outcomes["batch request over a predicate (wide)", default: 0] += 1 }
                     }
                 } catch let error as BatchError {
                     let reason = switch error {
