@@ -284,7 +284,12 @@ enum Profile {
         // the line `Runner`'s peak-RSS rows parse (`childPeakResidentBytes(mode:)`).
         let peak = peakResidentBytes()
         if ["import", "raw-import", "batch-insert"].contains(mode) {
-            let db = try RawDB(path: mode == "raw-import" ? rawPath : mode == "batch-insert" ? batchInsertURL.path : strataURL.path)
+            let written = switch mode {
+            case "raw-import": rawPath
+            case "batch-insert": batchInsertURL.path
+            default: strataURL.path
+            }
+            let db = try RawDB(path: written)
             let counts = try ["Flight", "Airline", "Airport", "Plane"].map { try db.count($0) }
             let expected = [flights.count, data.airlines.count, data.airports.count, data.planes.count]
             try expect(counts == expected, "\(mode) wrote \(counts) rows (flights, airlines, airports, planes), expected \(expected)")

@@ -81,12 +81,13 @@ enum ModelOperation: Equatable, Sendable, CustomStringConvertible {
     /// Only in the refresh route: refreshes an item or a category.
     case refresh(entity: ModelRefreshTarget, Int, merge: Bool)
 
-    /// An item's update or delete: what a wide batch request applies to every item its
-    /// predicate selects.
-    var isWideWhenBatched: Bool {
+    /// The index of an item's update or delete, which a wide batch request applies to every item
+    /// ``widePredicate(_:)`` selects for it; nil for every other operation.
+    var wideIndex: Int? {
         switch self {
-        case .deleteItem, .setName, .setGroup, .setScore, .setFlag, .setNote, .reparent: true
-        default: false
+        case let .deleteItem(i), let .setName(i, _), let .setGroup(i, _), let .setScore(i, _), let .setFlag(i, _),
+             let .setNote(i, _), let .reparent(i, _, _): i
+        default: nil
         }
     }
 
@@ -370,15 +371,19 @@ extension ModelOperation {
 // MARK: - Applying operations as batch requests
 
 extension ModelOperation {
-    /// The items a wide batch request changes, chosen by `index`: none, one or many rows, by an
-    /// attribute, a to-one key path (a join in SQL) or a string operator.
+    /// The formats of the wide batch requests' predicates: an attribute, a to-one key path (a
+    /// join in SQL), a string operator, a compound.
+    static let wideFormats = ["score <= %@", "category.rank == %@", "name BEGINSWITH[cd] %@", "flag == YES AND shelf != nil"]
+
+    /// The items a wide batch request changes, chosen by `index`: none, one or many rows.
     static func widePredicate(_ index: Int) throws -> Condition {
-        let value = index / 4
-        switch index % 4 {
-        case 0: return try Condition("score <= %@", Int64(value % 10))
-        case 1: return try Condition("category.rank == %@", Int64(value % 6))
-        case 2: return try Condition("name BEGINSWITH[cd] %@", ["a", "e", "b", "z"][value % 4])
-        default: return try Condition("flag == YES AND shelf != nil")
+        let value = index / wideFormats.count
+        let format = wideFormats[index % wideFormats.count]
+        switch index % wideFormats.count {
+        case 0: return try Condition(format, Int64(value % 10))
+        case 1: return try Condition(format, Int64(value % 6))
+        case 2: return try Condition(format, ["a", "e", "b", "z"][value % 4])
+        default: return try Condition(format)
         }
     }
 
@@ -386,13 +391,14 @@ extension ModelOperation {
     /// among the stored keys. Returns false when it had nothing to act on (or is no batch
     /// operation: refreshes). Refusals (a deny or cascade rule meeting rows) are thrown.
     func applyAsBatch(on coordinator: StoreCoordinator, wide: Bool = false) throws -> Bool {
+        let wide = wide && wideIndex != nil
         let reader = coordinator.newContext(name: "batch-reader")
         func id(_ entity: String, _ index: Int) throws -> ObjectID? {
             let keys = try reader.performAndWait { try ModelOperation.keys(entity, in: reader) }
             return keys.isEmpty ? nil : keys[index % keys.count]
         }
         func update(_ entity: String, _ index: Int, _ values: [String: Any?]) throws -> Bool {
-            if wide, entity == "Item" {
+            if wide {
                 try coordinator.execute(BatchUpdateRequest(entityName: entity, predicate: try ModelOperation.widePredicate(index),
                                                            propertiesToUpdate: values))
                 return true

@@ -413,7 +413,10 @@ final class ControllerModelRun {
                 do {
                     if try operation.applyAsBatch(on: container.coordinator, wide: batch.wide) {
                         tally.operations["batch " + operation.kind, default: 0] += 1
-                        if batch.wide, operation.isWideWhenBatched { tally.outcomes["batch request over a predicate (wide)", default: 0] += 1 }
+                        if batch.wide, let index = operation.wideIndex {
+                            let format = ModelOperation.wideFormats[index % ModelOperation.wideFormats.count]
+                            tally.outcomes["batch request over a predicate (wide): \(format)", default: 0] += 1
+                        }
                     }
                 } catch let error as BatchError {
                     let reason = switch error {
