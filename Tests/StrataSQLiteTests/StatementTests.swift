@@ -38,6 +38,12 @@ import Testing
                     let read = statement.string(at: 0), optional = statement.optionalString(at: 0)
                     #expect(read == expected && Array(read.utf8) == Array(expected.utf8), "bytes \(hex)")
                     #expect(optional == expected && optional.map { Array($0.utf8) } == Array(expected.utf8), "bytes \(hex)")
+                    // The third route: written straight into a row's 16-byte slot, as a fetch does.
+                    let slot = UnsafeMutableRawPointer.allocate(byteCount: 16, alignment: 8)
+                    #expect(statement.initializeString(at: 0, into: slot))
+                    let initialized = slot.assumingMemoryBound(to: String.self).move()
+                    slot.deallocate()
+                    #expect(initialized == expected && Array(initialized.utf8) == Array(expected.utf8), "bytes \(hex)")
                     statement.reset()
                     cases += 1
                     if length <= 15 { small += 1 }
@@ -47,6 +53,20 @@ import Testing
         }
         print("statement-text: cases=\(cases) small=\(small) non-ascii=\(nonASCII)")
         #expect(small > 0 && nonASCII > 0)
+    }
+
+    /// A NULL column writes nothing and says so; an empty text writes "".
+    @Test func initializeStringTellsNullFromEmpty() throws {
+        let db = try Connection.inMemory()
+        let statement = try db.prepare("SELECT NULL, '', 'N14228', 'fifteen_bytes_x', 'sixteen_bytes_xy'")
+        #expect(try statement.step())
+        let slot = UnsafeMutableRawPointer.allocate(byteCount: 16, alignment: 8)
+        defer { slot.deallocate() }
+        #expect(!statement.initializeString(at: 0, into: slot))
+        for (column, expected) in [(Int32(1), ""), (2, "N14228"), (3, "fifteen_bytes_x"), (4, "sixteen_bytes_xy")] {
+            #expect(statement.initializeString(at: column, into: slot))
+            #expect(slot.assumingMemoryBound(to: String.self).move() == expected)
+        }
     }
 
     @Test func stepReturnsEachRowThenFalse() throws {

@@ -275,11 +275,20 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
 
     /// Registers a row whose object is known not to be registered (the caller checked).
+    /// `consuming`: a fetch's row moves into the object, where a borrowed one was retained for
+    /// the object and released by its owner after (callgrind).
     @inline(__always)
-    func registerNew(_ info: EntityInfo, _ id: ObjectID, _ row: RowSnapshot) -> ManagedObject {
-        let object = info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, link: link, row: row, isNew: false))
+    func registerNew(_ info: EntityInfo, _ id: ObjectID, _ row: consuming RowSnapshot) -> ManagedObject {
+        let object = makeObject(info, id, consume row)
         registered[id] = object
         return object
+    }
+
+    /// The object of a stored row, not registered yet: the caller registers it at once
+    /// (``ObjectTable/insertNew(_:)`` for many).
+    @inline(__always)
+    func makeObject(_ info: EntityInfo, _ id: ObjectID, _ row: consuming RowSnapshot) -> ManagedObject {
+        info.entity.managedClass.init(ManagedObject.Creation(info: info, id: id, link: link, row: consume row, isNew: false))
     }
 
     // MARK: Rollback and reset

@@ -204,11 +204,10 @@ extension ManagedObject {
     /// stops with the misuse's message where there is one).
     @inlinable @inline(__always)
     func fastAttributeValue(_ key: String, taggedAs tag: UInt8) -> UnsafeRawPointer? {
-        let index = info.attributeKeys.index(key)
         // The queue first: the object's own state is read only on its queue. On the queue means
         // alive (a gone context's link has no owner): one check for both.
-        guard index >= 0, link.isOnQueue, state != .invalid, !isFault else { return nil }
-        return current.attributeValue(index, taggedAs: tag)
+        guard let entry = info.attributeKeys.entry(key), link.isOnQueue, state != .invalid, !isFault else { return nil }
+        return current.attributeValue(entry, taggedAs: tag)
     }
 
     @usableFromInline @inline(never)

@@ -110,6 +110,20 @@ final class RowStorage: ManagedBuffer<RowStorageHeader, UInt64> {
         }
     }
 
+    /// The address of an attribute's value when its tag is `tag`, by the offsets of its
+    /// ``AttributeKeys/Entry`` (which this row's layout gave); nil when the tag is another or
+    /// `index` is no attribute of this row (the empty row of a fault). What the typed reads
+    /// inline into their callers.
+    @inlinable @inline(__always)
+    func attributeValue(_ index: Int, valueOffset: UInt32, tagOffset: UInt32, taggedAs tag: UInt8) -> UnsafeRawPointer? {
+        withUnsafeMutablePointers { header, words in
+            guard index < header.pointee.attributeCount else { return nil }
+            let base = UnsafeRawPointer(words)
+            guard base.load(fromByteOffset: Int(tagOffset), as: UInt8.self) == tag else { return nil }
+            return base + Int(valueOffset)
+        }
+    }
+
     /// The tag of `slot` (``RowTag``).
     @inline(__always)
     func tag(_ slot: Int) -> UInt8 {
@@ -316,6 +330,38 @@ final class AttributeBox: Sendable {
 final class RowLayout: Sendable {
     let header: RowStorageHeader
     var wordCount: Int { header.wordCount }
+    /// Where attribute `index`'s value and tag are: byte offsets in a row's words.
+    func offsets(ofAttribute index: Int) -> (value: UInt32, tag: UInt32) {
+        (UInt32(header.shapes[index] >> 1) * 8, UInt32(header.tagOffset + index))
+    }
+
+    /// How a row read from SQLite fills each slot (attributes, then to-one keys): one
+    /// ``DecodeStep`` per slot, interned like the shape tables, so that the read walks a
+    /// table of trivial words (no array retained and released per row) and finds each value's
+    /// byte offset in its step rather than through the shape and the slot's type.
+    private let decodeTable: UInt
+    var decodeSteps: UnsafeBufferPointer<DecodeStep> {
+        UnsafeBufferPointer(start: UnsafePointer(bitPattern: decodeTable), count: header.slotCount)
+    }
+
+    /// One slot's step: what to read (``kind``) and where its value goes (``byteOffset`` in the
+    /// row's words).
+    struct DecodeStep: Hashable, Sendable {
+        let kind: UInt8
+        let attributeType: AttributeType
+        let byteOffset: UInt32
+
+        /// A number read as an `Int64` (`int64` attributes and to-one keys): tag `RowTag.int64`.
+        static var int64: UInt8 { 0 }
+        /// `double` attributes: tag `RowTag.double`.
+        static var double: UInt8 { 1 }
+        /// `date` attributes (seconds since 2001 as a double): tag `RowTag.date`.
+        static var date: UInt8 { 2 }
+        /// `string` attributes, in their wide slot: tag `RowTag.string`.
+        static var string: UInt8 { 3 }
+        /// Every other type: read as an ``AttributeValue`` of `attributeType`.
+        static var other: UInt8 { 4 }
+    }
 
     /// `Data` is 16 bytes on the 64-bit platforms Strata runs on; elsewhere binary values are boxed.
     static let dataFitsAWideSlot = MemoryLayout<Data>.size <= 16 && MemoryLayout<Data>.alignment <= 8
@@ -325,6 +371,20 @@ final class RowLayout: Sendable {
     /// as many as the distinct row shapes of the models a process opens, a few bytes each.
     /// Addresses are kept as `UInt` (the tables are immutable once made).
     private static let internedShapes = Locked<[[UInt16]: UInt]>([:])
+
+    /// The decode tables, as the shape tables: one per distinct list, never freed.
+    private static let internedSteps = Locked<[[DecodeStep]: UInt]>([:])
+
+    private static func interned(_ steps: [DecodeStep]) -> UInt {
+        internedSteps.withLock { tables in
+            if let address = tables[steps] { return address }
+            let table = UnsafeMutablePointer<DecodeStep>.allocate(capacity: max(1, steps.count))
+            for (index, step) in steps.enumerated() { (table + index).initialize(to: step) }
+            let address = UInt(bitPattern: table)
+            tables[steps] = address
+            return address
+        }
+    }
 
     private static func interned(_ shapes: [UInt16]) -> UnsafePointer<UInt16> {
         let address = internedShapes.withLock { tables in
@@ -358,6 +418,19 @@ final class RowLayout: Sendable {
         let wordCount = max(1, words + (slotCount + 7) / 8)
         header = RowStorageHeader(shapes: RowLayout.interned(shapes), attributeCount: attributeTypes.count,
                                   slotCount: slotCount, valueWordCount: words, wordCount: wordCount)
+        var steps: [DecodeStep] = []
+        for (slot, shape) in shapes.enumerated() {
+            let type = slot < attributeTypes.count ? attributeTypes[slot] : .int64
+            let kind = switch type {
+            case .int64: DecodeStep.int64
+            case .double: DecodeStep.double
+            case .date: DecodeStep.date
+            case .string: DecodeStep.string
+            default: DecodeStep.other
+            }
+            steps.append(DecodeStep(kind: kind, attributeType: type, byteOffset: UInt32(shape >> 1) * 8))
+        }
+        decodeTable = RowLayout.interned(steps)
     }
 }
 

@@ -220,7 +220,6 @@ final class EntityInfo: Sendable {
         for (i, r) in toOnes.enumerated() { slots[r.name] = .toOne(i) }
         for (i, r) in toManys.enumerated() { slots[r.name] = .toMany(i) }
         slotTable = SlotTable(slots.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
-        attributeKeys = AttributeKeys(attributes.map(\.name))
         toManyStorage = toManys.map { r in
             let inverse = r.inverse.flatMap { name in entities.first { $0.name == r.destination }?.relationship(named: name) }
             if let inverse, !inverse.isToMany {
@@ -234,6 +233,7 @@ final class EntityInfo: Sendable {
         }
         attributeTypes = attributes.map(\.type)
         rowLayout = RowLayout(attributeTypes: attributeTypes, toOneCount: toOnes.count)
+        attributeKeys = AttributeKeys(attributes.map(\.name), layout: rowLayout)
         nonNilDefaults = attributes.enumerated().compactMap { pair in pair.element.defaultValue.map { (pair.offset, $0) } }
         attributeRules = attributes.enumerated().filter { _, a in
             a.minValue != nil || a.maxValue != nil || a.minLength != nil || a.maxLength != nil || a.regex != nil

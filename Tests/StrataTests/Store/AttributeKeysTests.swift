@@ -109,4 +109,37 @@ import StrataTestSupport
             #expect(row[attribute: built] as String? == String(repeating: "heap string ", count: 3))
         }
     }
+
+    /// Each entry carries where its attribute's value and tag are in a row of the entity (the
+    /// typed reads go straight there): the row layout's own offsets, wide slots (strings,
+    /// UUIDs) shifting every value after them, and a value written through the row is the one
+    /// found at the entry's offset, with its tag.
+    @Test func entriesCarryTheRowsOffsets() throws {
+        let types: [AttributeType] = [.string, .int64, .uuid, .double, .string, .date, .bool]
+        let names = ["name", "count", "identifier", "score", "note", "when", "flag"]
+        let layout = RowLayout(attributeTypes: types, toOneCount: 2)
+        let keys = AttributeKeys(names, layout: layout)
+        var valueOffsets: [UInt32] = []
+        for (index, name) in names.enumerated() {
+            let entry = try #require(keys.entry(name)).pointee
+            #expect(entry.index == index)
+            let offsets = layout.offsets(ofAttribute: index)
+            #expect(entry.valueOffset == offsets.value && entry.tagOffset == offsets.tag, "\(name)")
+            valueOffsets.append(entry.valueOffset)
+        }
+        #expect(valueOffsets == [0, 16, 24, 40, 48, 64, 72], "strings and UUIDs take two words")
+        #expect(keys.entry("missing") == nil && keys.entry("a_name_longer_than_fifteen") == nil)
+
+        let row = RowSnapshot(attributes: [.string("n"), .int64(7), .uuid(UUID()), .double(2.5), .string("x"), .date(Date(timeIntervalSinceReferenceDate: 9)), .bool(true)],
+                              toOnes: [nil, 3])
+        let entries = try names.map { try #require(keys.entry($0)) }
+        #expect(row.attributeValue(entries[1], taggedAs: RowTag.int64)?.load(as: Int64.self) == 7)
+        #expect(row.attributeValue(entries[3], taggedAs: RowTag.double)?.load(as: Double.self) == 2.5)
+        #expect(row.attributeValue(entries[5], taggedAs: RowTag.date)?.load(as: Double.self) == 9)
+        #expect(row.attributeValue(entries[4], taggedAs: RowTag.string)?.load(as: String.self) == "x")
+        // Another tag than the slot holds: no address (the read takes its general path).
+        #expect(row.attributeValue(entries[1], taggedAs: RowTag.double) == nil)
+        // A fault's empty row has no attribute at all.
+        #expect(RowSnapshot.empty.attributeValue(entries[0], taggedAs: RowTag.string) == nil)
+    }
 }
