@@ -105,7 +105,9 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
         } else {
             rebuild(capacity: Storage.capacity(for: count + 1 + count / 2))
         }
-        storage.unsafelyUnwrapped.insert(consume object, hash: hash, primaryKey: id.primaryKey, entity: id.entityBits)
+        // Room was made above: the entry is claimed.
+        let (entry, found) = storage.unsafelyUnwrapped.claimEntry(hash, primaryKey: id.primaryKey, entity: id.entityBits)
+        if found { entry.unsafelyUnwrapped.pointee = consume object } else { entry.unsafelyUnwrapped.initialize(to: consume object) }
     }
 
     /// Adds `objects`, whose keys the caller knows are neither in the table nor repeated among
@@ -259,16 +261,6 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
             used += 1
             count += 1
             return (entries + (used - 1), false)
-        }
-
-        /// Replaces the key's object in its entry, or appends it (`used < entryCapacity`).
-        func insert(_ object: consuming ManagedObject, hash: UInt64, primaryKey: Int64, entity: UInt) {
-            let (slot, found) = find(hash, primaryKey: primaryKey, entity: entity)
-            if found {
-                entries[Int(slots[slot])] = consume object
-            } else {
-                appendEntry(object, indexedAt: slot, hash: hash)
-            }
         }
 
         /// Puts `object` in the next entry and indexes it in the empty `slot`.

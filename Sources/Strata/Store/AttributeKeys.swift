@@ -88,17 +88,7 @@
 
     /// The index of the attribute whose name has `key`'s very words, or -1 (see the type).
     @inlinable @inline(__always)
-    func index(_ key: String) -> Int {
-        guard SlotTable.wordsAreRepresentation else { return -1 }
-        let words = SlotTable.words(of: key)
-        var position = AttributeKeys.position(words, multiplier, shift)
-        while true {
-            let entry = entries[position]
-            if entry.words == words { return entry.index }
-            if entry.index < 0 { return -1 }
-            position = (position &+ 1) & (capacity &- 1)
-        }
-    }
+    func index(_ key: String) -> Int { entry(key)?.pointee.index ?? -1 }
 
     /// The entry of the attribute whose name has `key`'s very words, or nil (see the type).
     /// Its address, not a copy: a read loads only the fields it uses.
