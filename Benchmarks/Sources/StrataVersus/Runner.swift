@@ -936,7 +936,10 @@ final class Runner {
     private func growthWorkloads(_ size: Int) throws {
         let label = shortCount(size)
         let group = "growth (synthetic flights)"
-        let plan = size >= 1_000_000 ? millionPlan : self.plan
+        // Below 1,000,000 rows each contender reads at least 1,000,000 rows in all (10k: 100
+        // rounds, 100k: 10), unless --iterations or --quick says otherwise; see Plan.covering.
+        let plan = size >= 1_000_000 ? millionPlan
+            : options.iterations != nil || options.quick ? self.plan : self.plan.covering(rows: size, atLeast: 1_000_000)
         let insertName = "growth insert \(label)", fetchName = "growth fetch objects \(label)",
             frcName = "growth performFetch \(label)"
         // (The controller workloads at the end build the 1,000,000-row stores themselves when
