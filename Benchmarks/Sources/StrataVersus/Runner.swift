@@ -933,13 +933,16 @@ final class Runner {
 
     // MARK: Growth curve
 
+    /// The rows each contender reads in all at a growth size below 1,000,000 (Plan.covering).
+    static let growthRowsRead = 1_000_000
+
     private func growthWorkloads(_ size: Int) throws {
         let label = shortCount(size)
         let group = "growth (synthetic flights)"
         // Below 1,000,000 rows each contender reads at least 1,000,000 rows in all (10k: 100
         // rounds, 100k: 10), unless --iterations or --quick says otherwise; see Plan.covering.
         let plan = size >= 1_000_000 ? millionPlan
-            : options.iterations != nil || options.quick ? self.plan : self.plan.covering(rows: size, atLeast: 1_000_000)
+            : options.iterations != nil || options.quick ? self.plan : self.plan.covering(rows: size, atLeast: Runner.growthRowsRead)
         let insertName = "growth insert \(label)", fetchName = "growth fetch objects \(label)",
             frcName = "growth performFetch \(label)"
         // (The controller workloads at the end build the 1,000,000-row stores themselves when

@@ -53,7 +53,7 @@ func main() throws {
         + "the contenders interleaved round by round"
         + (options.quick ? " (imports: \(runner.importPlan.iterations) iterations, no warm-up)"
                          : " (1,000,000-row sizes: \(runner.millionPlan.iterations) iterations, no warm-up"
-                            + (options.iterations == nil ? "; smaller growth sizes' fetches: enough iterations to read 1,000,000 rows each, e.g. 100 at 10,000)" : ")"))
+                            + (options.iterations == nil ? "; smaller growth sizes' fetches and performFetch: enough iterations to read \(formatCount(Runner.growthRowsRead)) rows each, e.g. \(Runner.growthRowsRead / 10_000) at 10,000)" : ")"))
         + "; growth sizes \(runner.sizes.map(formatCount).joined(separator: " / "))"
         + (options.large ? "; --large: the results controller at \(formatCount(runner.largeSize)) rows, \(runner.largePlan.iterations) iterations, no warm-up" : "")
         + "; \(Int(elapsed / 60)) min \(Int(elapsed) % 60) s in all."

@@ -93,7 +93,7 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
             let current = Unmanaged.passUnretained(storage.unsafelyUnwrapped)
             let (entry, found) = current._withUnsafeGuaranteedRef { $0.claimEntry(hash, primaryKey: id.primaryKey, entity: id.entityBits) }
             if let entry {
-                if found { entry.pointee = consume object } else { entry.initialize(to: consume object) }
+                ObjectTable.place(object, in: entry, found: found)
                 return
             }
         }
@@ -107,7 +107,14 @@ struct ObjectTable: Sequence, ExpressibleByDictionaryLiteral {
         }
         // Room was made above: the entry is claimed.
         let (entry, found) = storage.unsafelyUnwrapped.claimEntry(hash, primaryKey: id.primaryKey, entity: id.entityBits)
-        if found { entry.unsafelyUnwrapped.pointee = consume object } else { entry.unsafelyUnwrapped.initialize(to: consume object) }
+        ObjectTable.place(object, in: entry.unsafelyUnwrapped, found: found)
+    }
+
+    /// Moves `object` into an entry `claimEntry` returned: over the key's old object when
+    /// `found`, into the new (uninitialised) entry otherwise.
+    @inline(__always)
+    private static func place(_ object: consuming ManagedObject, in entry: UnsafeMutablePointer<ManagedObject?>, found: Bool) {
+        if found { entry.pointee = consume object } else { entry.initialize(to: consume object) }
     }
 
     /// Adds `objects`, whose keys the caller knows are neither in the table nor repeated among
