@@ -53,8 +53,10 @@ extension ManagedObjectContext {
             guard let object = registered[id] else { continue }
             for index in object.toMany.indices where object.state != .inserted { object.toMany[index].committed = nil }
         }
+        let detached = detach(from: rows.deleted)
         if isObserved {
-            let changes = rows.objectChanges
+            var changes = rows.objectChanges
+            changes.refreshed.formUnion(detached.subtracting(changes.updated))
             if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
         }
         forward(rows, except: origin)
@@ -107,7 +109,82 @@ extension ManagedObjectContext {
                 for index in object.toMany.indices { object.toMany[index].committed = nil }
             }
         }
+        let missing = pendingReferencesGone(in: entities)
+        for id in missing {
+            if let object = registered[id], object.state == .clean { invalidate(object, into: &changes, removed: &removed) }
+        }
+        changes.refreshed.formUnion(detach(from: gone.union(missing)))
         post(.objectsDidChange(changes), removed: removed)
+    }
+
+    /// The rows of `entities` that this context's objects point at through a to-one and that
+    /// no longer exist in the store: another connection's commit, whose deleted rows are not
+    /// named, may have deleted them. One read per entity, of the destinations named only.
+    private func pendingReferencesGone(in entities: Set<String>) -> Set<ObjectID> {
+        var wanted = Set<ObjectID>()
+        for object in registered.values where !object.isFault && object.state != .invalid {
+            for (i, destination) in object.info.toOneDestinations.enumerated() where entities.contains(destination) {
+                guard let key = object.current.toOnes[i] else { continue }
+                let id = ObjectID(entity: object.info.toOneDestinationNames[i], primaryKey: key)
+                // An object new here has no row above yet.
+                if registered[id]?.state == .inserted { continue }
+                wanted.insert(id)
+            }
+        }
+        // The store decides (an ancestor may not have heard of the commit yet: contexts hear of
+        // it each on its own queue); a row an ancestor inserts is not in the store yet.
+        guard !wanted.isEmpty, let found = try? coordinator.rows(for: Array(wanted)) else { return [] }
+        return wanted.filter { found[$0] == nil && !ancestorInserted($0) }
+    }
+
+    /// Whether an ancestor of this context holds `id` as a new object.
+    private func ancestorInserted(_ id: ObjectID) -> Bool {
+        guard let parent else { return false }
+        return parent.performAndWait { parent.registered[id]?.state == .inserted || parent.ancestorInserted(id) }
+    }
+
+    /// The rule for a row gone elsewhere (deleted by another context's save, a batch request or
+    /// another process), as Core Data's merge applies it: the row's object left the context
+    /// (invalidated), and every relationship here that still names it lets go of it — a to-one
+    /// becomes `nil`, a to-many loses the member. Pending changes are no exception: a new object
+    /// pointed at the deleted one points at nothing now (a required to-one then fails
+    /// validation at the next save, naming the key). Without this, a to-one would hand out a
+    /// fault of a row that no longer exists, which fetches, lists and Foundation's evaluation of
+    /// the same objects all read as `nil`.
+    ///
+    /// Objects without pending changes become faults instead: the level above decides what they
+    /// read (the commit's delete rule cleared the key: see ``DeletedRowReferences``; a parent
+    /// context let go of it in its own merge; under no action, the key stays). Returns the
+    /// objects changed, which observers hear of as refreshed. Runs over the registered objects
+    /// only when `gone` names an entity some relationship leads to.
+    @discardableResult
+    func detach(from gone: Set<ObjectID>) -> Set<ObjectID> {
+        guard !gone.isEmpty else { return [] }
+        let goneEntities = Set(gone.map(\.entityName))
+        var goneKeys: [String: Set<Int64>] = [:]
+        for id in gone { goneKeys[id.entityName, default: []].insert(id.primaryKey) }
+        var changed = Set<ObjectID>()
+        for object in Array(registered.values) where !object.isFault && object.state != .invalid {
+            let info = object.info
+            for (i, destination) in info.toOneDestinations.enumerated() where goneEntities.contains(destination) {
+                guard let key = object.current.toOnes[i], goneKeys[destination]?.contains(key) == true else { continue }
+                if object.state == .clean {
+                    // Its row above decides (cleared by the commit's rule, or by the parent's
+                    // own detach; kept under no action): read again on next access.
+                    object.turnIntoFault()
+                    changed.insert(object.objectID)
+                    break
+                }
+                object.current.setToOne(nil, at: i)
+                changed.insert(object.objectID)
+            }
+            if object.isFault { continue }
+            for (index, relationship) in info.toManys.enumerated() where goneEntities.contains(relationship.destination) {
+                guard let keys = goneKeys[relationship.destination], object.toMany[index].forget(keys) else { continue }
+                changed.insert(object.objectID)
+            }
+        }
+        return changed
     }
 
     /// Takes `object`, whose row is gone, out of the context (pending changes included) and

@@ -253,12 +253,20 @@ extension ManagedObjectContext {
         return object
     }
 
-    /// Hands `rows` to the children that merge automatically, except `origin`.
+    /// Hands `rows` to the children that merge automatically, except `origin`. The others hear
+    /// of the deleted rows only: a row gone is gone for every context (its objects leave, the
+    /// relationships naming it let go: ``detach(from:)``), merging or not.
     func forward(_ rows: RowChanges, except origin: ManagedObjectContext?) {
         guard !rows.isEmpty else { return }
         let targets = children.withLock { $0.compactMap(\.context) }
-        for target in targets where target !== origin && target.automaticallyMergesChangesFromParent {
-            target.enqueue { target.merge(rows, generation: nil) }
+        for target in targets where target !== origin {
+            if target.automaticallyMergesChangesFromParent {
+                target.enqueue { target.merge(rows, generation: nil) }
+            } else if !rows.deleted.isEmpty {
+                var gone = RowChanges()
+                gone.deleted = rows.deleted
+                target.enqueue { [gone] in target.merge(gone, generation: nil) }
+            }
         }
     }
 }

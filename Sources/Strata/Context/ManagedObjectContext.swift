@@ -191,12 +191,31 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
 
     /// Inserts a new object of the entity whose class is `type` (or of `entityName`), typed.
+    /// The class is checked before anything is registered: a wrong one throws and leaves the
+    /// context as it was.
     public func insert<T: ManagedObject>(_ type: T.Type, entity entityName: String? = nil) throws -> T {
+        assertOnQueue()
         let name = try entityName ?? self.entityName(for: type)
-        guard let object = try insert(name) as? T else {
-            throw ObjectError.wrongType(entity: name, key: "class", expected: "\(type)", actual: "\(try info(name).entity.managedClass)")
+        let managedClass = try insertInfo(name).entity.managedClass
+        guard managedClass is T.Type else {
+            throw ObjectError.wrongType(entity: name, key: "class", expected: "\(type)", actual: "\(managedClass)")
         }
-        return object
+        // The class was checked: the cast cannot fail.
+        return try insert(name) as! T
+    }
+
+    /// Reads the rows of the faults among `objects` now (in one statement per entity for a root
+    /// context), so that their properties can be read without stopping (see
+    /// ``ManagedObject/load()``).
+    ///
+    /// - Throws: the first error a row's read gives: ``ObjectError/objectNotFound(_:)`` for a row
+    ///   that no longer exists, ``StoreError/corruptPage(path:page:)``, an I/O error.
+    public func fulfill(_ objects: some Sequence<ManagedObject>) throws {
+        assertOnQueue()
+        for object in objects {
+            precondition(object.context === self, "fulfill(_:) was given an object of another context: pass context.object(with: object.objectID) instead.")
+            try object.load()
+        }
     }
 
     func entityName(for type: ManagedObject.Type) throws -> String {

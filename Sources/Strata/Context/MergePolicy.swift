@@ -53,6 +53,10 @@ public struct MergeConflict: Sendable, Equatable, CustomStringConvertible {
         /// A to-one destination that side no longer has: ours names an object another save
         /// deleted after this context read it (a reference no policy can write).
         case missing(ObjectID)
+        /// The object is named by a to-one of the other object, saved elsewhere after this
+        /// context deleted it: the deleted side's rule (deny, cascade, a required to-one) needs
+        /// that object (see <doc:ContextsAndSaving>).
+        case referenced(by: ObjectID)
 
         public var description: String {
             switch self {
@@ -60,6 +64,7 @@ public struct MergeConflict: Sendable, Equatable, CustomStringConvertible {
             case .object(let id): id.map { "\($0)" } ?? "nil"
             case .deleted: "(deleted)"
             case .missing(let id): "\(id) (deleted)"
+            case .referenced(let id): "named by \(id)"
             }
         }
     }

@@ -140,19 +140,37 @@ public enum FetchedResultsEvent: Sendable {
 /// A results controller's delegate, called on the context's queue. Every method has a default
 /// that does nothing: implement the granularity you need — per change (will/did change, section
 /// and object callbacks), a snapshot, or the whole change set.
+///
+/// The methods receive the controller as the type they are written with, its ``Controller``:
+/// a typed controller's delegate names `FetchedResultsController<Good>` and gets it, typed
+/// objects and all; a delegate for any controller names ``AnyFetchedResultsController``
+/// (the default). The type is inferred from the methods, so a delegate whose methods name two
+/// different controller types does not compile, and a delegate set on a controller of another
+/// type stops at the assignment with a precondition failure that says so — a method is never
+/// silently left uncalled because of its controller type.
+///
+/// ```swift
+/// final class GoodsList: FetchedResultsControllerDelegate {
+///     func controller(_ controller: FetchedResultsController<Good>, didChangeContentWith snapshot: FetchedSnapshot) {
+///         // apply `snapshot`; `try controller.object(at:)` is a `Good`
+///     }
+/// }
+/// ```
 public protocol FetchedResultsControllerDelegate: AnyObject {
-    func controllerWillChangeContent(_ controller: AnyFetchedResultsController)
-    func controller(_ controller: AnyFetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
+    /// The controller type the methods take: inferred from the methods written.
+    associatedtype Controller: AnyFetchedResultsController = AnyFetchedResultsController
+    func controllerWillChangeContent(_ controller: Controller)
+    func controller(_ controller: Controller, didChange section: FetchedSection, atSectionIndex index: Int,
                     for type: FetchedResultsChangeType)
-    func controller(_ controller: AnyFetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
+    func controller(_ controller: Controller, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
                     for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?)
-    func controllerDidChangeContent(_ controller: AnyFetchedResultsController)
+    func controllerDidChangeContent(_ controller: Controller)
     /// The new layout after every change (and after a reload): section names and object IDs.
-    func controller(_ controller: AnyFetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot)
+    func controller(_ controller: Controller, didChangeContentWith snapshot: FetchedSnapshot)
     /// The whole change set, or a reload.
-    func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent)
+    func controller(_ controller: Controller, didReport event: FetchedResultsEvent)
     /// A change could not be followed (the store could not be read); the layout is unchanged.
-    func controller(_ controller: AnyFetchedResultsController, didFailWith error: FetchedResultsError)
+    func controller(_ controller: Controller, didFailWith error: FetchedResultsError)
 }
 
 public enum FetchedResultsChangeType: Sendable, Equatable {
@@ -160,15 +178,15 @@ public enum FetchedResultsChangeType: Sendable, Equatable {
 }
 
 extension FetchedResultsControllerDelegate {
-    public func controllerWillChangeContent(_ controller: AnyFetchedResultsController) {}
-    public func controller(_ controller: AnyFetchedResultsController, didChange section: FetchedSection, atSectionIndex index: Int,
+    public func controllerWillChangeContent(_ controller: Controller) {}
+    public func controller(_ controller: Controller, didChange section: FetchedSection, atSectionIndex index: Int,
                            for type: FetchedResultsChangeType) {}
-    public func controller(_ controller: AnyFetchedResultsController, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
+    public func controller(_ controller: Controller, didChange objectID: ObjectID, at indexPath: FetchedIndexPath?,
                            for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?) {}
-    public func controllerDidChangeContent(_ controller: AnyFetchedResultsController) {}
-    public func controller(_ controller: AnyFetchedResultsController, didChangeContentWith snapshot: FetchedSnapshot) {}
-    public func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent) {}
-    public func controller(_ controller: AnyFetchedResultsController, didFailWith error: FetchedResultsError) {}
+    public func controllerDidChangeContent(_ controller: Controller) {}
+    public func controller(_ controller: Controller, didChangeContentWith snapshot: FetchedSnapshot) {}
+    public func controller(_ controller: Controller, didReport event: FetchedResultsEvent) {}
+    public func controller(_ controller: Controller, didFailWith error: FetchedResultsError) {}
 }
 
 /// A controller refused a request.

@@ -67,9 +67,22 @@ public class AnyFetchedResultsController {
     /// Receives every change. Setting a delegate starts change tracking; with no delegate and no
     /// ``changes()`` stream the controller tracks nothing and costs nothing. Set it on the
     /// context's queue.
+    ///
+    /// The delegate's methods receive the controller as the type they are written with
+    /// (``FetchedResultsControllerDelegate/Controller``): `FetchedResultsController<Good>` for a
+    /// typed controller's delegate, ``AnyFetchedResultsController`` for one that serves every
+    /// controller. A delegate whose methods name another controller type is refused here with a
+    /// precondition failure, never silently left uncalled.
     public weak var delegate: (any FetchedResultsControllerDelegate)? {
-        willSet { assertOnQueue("delegate") }
+        willSet {
+            assertOnQueue("delegate")
+            if let newValue { checkDelegate(newValue) }
+        }
         didSet { updateTracking() }
+    }
+
+    private func checkDelegate<Delegate: FetchedResultsControllerDelegate>(_ delegate: Delegate) {
+        precondition(self is Delegate.Controller, AnyFetchedResultsController.delegateMismatch(delegate, self))
     }
 
     /// The index title of a section name. Default: the name's first letter, capitalised (`"#"`
@@ -471,35 +484,46 @@ public class AnyFetchedResultsController {
     func report(_ event: FetchedResultsEvent) {
         // Core Data's window: the sections already show a save that has not reached the store.
         KillPoint.hit("frc.updated", in: managedObjectContext.name)
-        if let delegate {
-            if case .failed(let error) = event {
-                delegate.controller(self, didFailWith: error)
-                delegate.controller(self, didReport: event)
-                for continuation in streams.values { continuation.yield(event) }
-                return
-            }
-            if case .changes(let changes) = event {
-                delegate.controllerWillChangeContent(self)
-                for change in changes.sections {
-                    switch change {
-                    case let .delete(section, index): delegate.controller(self, didChange: section, atSectionIndex: index, for: .delete)
-                    case let .insert(section, index): delegate.controller(self, didChange: section, atSectionIndex: index, for: .insert)
-                    }
-                }
-                for change in changes.objects {
-                    switch change {
-                    case let .delete(id, path): delegate.controller(self, didChange: id, at: path, for: .delete, newIndexPath: nil)
-                    case let .insert(id, path): delegate.controller(self, didChange: id, at: nil, for: .insert, newIndexPath: path)
-                    case let .move(id, from, to): delegate.controller(self, didChange: id, at: from, for: .move, newIndexPath: to)
-                    case let .update(id, from, to): delegate.controller(self, didChange: id, at: from, for: .update, newIndexPath: to)
-                    }
-                }
-                delegate.controllerDidChangeContent(self)
-            }
-            delegate.controller(self, didChangeContentWith: snapshot)
-            delegate.controller(self, didReport: event)
-        }
+        if let delegate { tell(delegate, event) }
         for continuation in streams.values { continuation.yield(event) }
+    }
+
+    /// Calls `delegate`'s methods for `event`, with this controller as the delegate's own
+    /// controller type (checked when the delegate was set).
+    private func tell<Delegate: FetchedResultsControllerDelegate>(_ delegate: Delegate, _ event: FetchedResultsEvent) {
+        guard let controller = self as? Delegate.Controller else {
+            preconditionFailure(AnyFetchedResultsController.delegateMismatch(delegate, self))
+        }
+        if case .failed(let error) = event {
+            delegate.controller(controller, didFailWith: error)
+            delegate.controller(controller, didReport: event)
+            return
+        }
+        if case .changes(let changes) = event {
+            delegate.controllerWillChangeContent(controller)
+            for change in changes.sections {
+                switch change {
+                case let .delete(section, index): delegate.controller(controller, didChange: section, atSectionIndex: index, for: .delete)
+                case let .insert(section, index): delegate.controller(controller, didChange: section, atSectionIndex: index, for: .insert)
+                }
+            }
+            for change in changes.objects {
+                switch change {
+                case let .delete(id, path): delegate.controller(controller, didChange: id, at: path, for: .delete, newIndexPath: nil)
+                case let .insert(id, path): delegate.controller(controller, didChange: id, at: nil, for: .insert, newIndexPath: path)
+                case let .move(id, from, to): delegate.controller(controller, didChange: id, at: from, for: .move, newIndexPath: to)
+                case let .update(id, from, to): delegate.controller(controller, didChange: id, at: from, for: .update, newIndexPath: to)
+                }
+            }
+            delegate.controllerDidChangeContent(controller)
+        }
+        delegate.controller(controller, didChangeContentWith: snapshot)
+        delegate.controller(controller, didReport: event)
+    }
+
+    static func delegateMismatch<Delegate: FetchedResultsControllerDelegate>(_ delegate: Delegate, _ controller: AnyFetchedResultsController) -> String {
+        "\(Delegate.self) is a delegate of \(Delegate.Controller.self) and was set on a \(type(of: controller)): "
+            + "write its methods with this controller's type (or AnyFetchedResultsController for every controller)."
     }
 }
 

@@ -45,12 +45,16 @@ extension ManagedObject {
     /// Typed attribute access for subclasses' properties. A key that is not an attribute, or a
     /// value of the wrong type, is a bug in the subclass and stops with a precondition failure;
     /// use ``value(forKey:)`` / ``setValue(_:forKey:)`` for keys that come from data.
-    /// Reading an object whose row was deleted elsewhere gives `nil`.
+    ///
+    /// A fault whose row cannot be read (a page that fails its checksum, an I/O error, a closed
+    /// store, a row deleted elsewhere) never reads as a value: the read stops with a precondition
+    /// failure that carries the error, as Core Data's "could not fulfill a fault". Call
+    /// ``load()`` first to handle that error instead.
     public subscript<Value: AttributeConvertible>(attribute key: String) -> Value? {
         get {
             guard case .attribute(let index)? = info.slot(key) else { misuse(key, "an attribute") }
             checkAccess()
-            if isFault { guard (try? link.withContext({ try $0.fulfill(self) })) != nil else { return nil } }
+            if isFault { fulfillForTypedRead(key) }
             guard let value = current.attribute(index) else { return nil }
             guard let typed = Value(attributeValue: value) else {
                 preconditionFailure("\(info.name).\(key) holds \(value.type), not \(Value.self): declare the property as the attribute's type.")
@@ -68,7 +72,9 @@ extension ManagedObject {
     public subscript<Destination: ManagedObject>(toOne key: String) -> Destination? {
         get {
             guard case .toOne? = info.slot(key) else { misuse(key, "a to-one relationship") }
-            guard let object = try? value(forKey: key) else { return nil }
+            let value: Any?
+            do { value = try self.value(forKey: key) } catch { unreadable(key, error) }
+            guard let object = value else { return nil }
             guard let typed = object as? Destination else {
                 preconditionFailure("\(info.name).\(key) holds \(type(of: object)), not \(Destination.self): name the class in the model's Entity(class:).")
             }
@@ -95,7 +101,9 @@ extension ManagedObject {
     public subscript<Destination: ManagedObject>(toMany key: String) -> Set<Destination> {
         get {
             guard case .toMany? = info.slot(key) else { misuse(key, "a to-many relationship") }
-            guard let objects = try? value(forKey: key) as? Set<ManagedObject> else { return [] }
+            let value: Any?
+            do { value = try self.value(forKey: key) } catch { unreadable(key, error) }
+            guard let objects = value as? Set<ManagedObject> else { return [] }
             return Set(objects.compactMap { $0 as? Destination })
         }
         set {
@@ -240,7 +248,7 @@ extension ManagedObject {
                                                         _ load: (UnsafeRawPointer) -> Value = { _ in preconditionFailure("no fast tag") }) -> Value? {
         guard let index = info.attributeIndex(key) else { misuse(key, "an attribute") }
         checkAccess()
-        if isFault { guard (try? link.withContext({ try $0.fulfill(self) })) != nil else { return nil } }
+        if isFault { fulfillForTypedRead(key) }
         if let value = current.attributeValue(index, taggedAs: fastTag) { return load(value) }
         return converted(index, key)
     }
@@ -280,6 +288,19 @@ extension ManagedObject {
         } catch {
             preconditionFailure("\(error): declare the property with the attribute's type, or use setValue(_:forKey:) to handle the error.")
         }
+    }
+
+    /// Reads the fault's row for a typed read, which has no way to throw: a row that cannot be
+    /// read stops the program with the error rather than read as a value that is not there.
+    @inline(never)
+    func fulfillForTypedRead(_ key: String) {
+        do { try link.withContext { try $0.fulfill(self) } } catch { unreadable(key, error) }
+    }
+
+    @inline(never)
+    func unreadable(_ key: String, _ error: any Error) -> Never {
+        preconditionFailure("could not fulfill a fault: \(info.name).\(key) of \(objectID) cannot be read (\(error)); "
+            + "call try object.load() (or context.fulfill(_:)) before reading the properties to handle the error.")
     }
 
     @inline(never)

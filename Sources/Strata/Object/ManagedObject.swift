@@ -117,6 +117,23 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         return "<\(objectID) \(values.joined(separator: " "))>"
     }
 
+    // MARK: Loading
+
+    /// Reads the object's row now if it is a fault, so that its properties can be read without
+    /// stopping: a typed property (an `@Entity` property, `self[attribute:]`, `self[toOne:]`)
+    /// whose fault cannot be fulfilled stops with a precondition failure, as Core Data's "could
+    /// not fulfill a fault" does, where this throws the error. Does nothing for an object that
+    /// is no fault.
+    ///
+    /// - Throws: ``ObjectError/objectNotFound(_:)`` when the row no longer exists (deleted by
+    ///   another context, a batch request or another process), ``StoreError/corruptPage(path:page:)``
+    ///   for a page that fails its checksum, ``StoreError`` or `SQLiteError` for an I/O error or a
+    ///   closed store.
+    public func load() throws {
+        checkAccess()
+        if isFault { try link.withContext { try $0.fulfill(self) } }
+    }
+
     // MARK: Dynamic access
 
     /// The value of an attribute (`Int16`, `String`, `Date`, …), a to-one destination
@@ -308,6 +325,23 @@ struct ToManyState {
     }
 
     func value(committed: Set<Int64>) -> Set<Int64> { committed.union(added).subtracting(removed) }
+
+    /// Drops `keys` (rows gone elsewhere) from the members, saved and pending alike. True when
+    /// any was a member.
+    mutating func forget(_ keys: Set<Int64>) -> Bool {
+        fold()
+        var found = false
+        if committed?.isDisjoint(with: keys) == false {
+            committed?.subtract(keys)
+            found = true
+        }
+        if !addedSet.isDisjoint(with: keys) {
+            addedSet.subtract(keys)
+            found = true
+        }
+        removed.subtract(keys)
+        return found
+    }
 
     /// The members as they are now become the committed ones (after a save).
     ///

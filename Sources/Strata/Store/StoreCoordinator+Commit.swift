@@ -113,7 +113,13 @@ extension StoreCoordinator {
                 }
                 try danglingKeys.checkUpdated(changes.updated, resolutions)
                 conflicts += danglingKeys.conflicts
+                // The other direction: rows saved elsewhere since this context deleted their
+                // destination still name it. Its delete rule reaches them here, in SQL.
+                let ourDeletes = changes.deleted.filter { resolutions[ObjectID(entity: $0.0.internedName, primaryKey: $0.1)] == nil }
+                let references = try DeletedRowReferences.resolve(db, schema: model.schema, deleted: ourDeletes.map { ($0.0, $0.1) })
+                conflicts += references.conflicts
                 if !conflicts.isEmpty { throw MergeConflictError(conflicts: conflicts) }
+                if !references.nullified.isEmpty { wrote = true }
                 // Membership is not part of a row, so a row conflict does not drop it, unless one
                 // side's row was deleted by someone else.
                 func gone(_ id: ObjectID) -> Bool { resolutions[id] == .deletedByThem }
@@ -127,25 +133,31 @@ extension StoreCoordinator {
                 }
                 guard wrote else { return CommitOutcome(result: nil, resolutions: resolutions) }
                 KillPoint.hit("rows.written", in: origin)
-                let (generation, nonce) = try stampCommit(db, touching: changes.touchedEntities, origin: origin)
+                let touched = changes.touchedEntities.union(references.nullified.keys)
+                let (generation, nonce) = try stampCommit(db, touching: touched, origin: origin)
                 if refreshModelJSON {
                     // Same hash, newer defaults or validation rules: keep the stored model current.
                     try db.cachedStatement("UPDATE strata_meta SET model_version = ?, model_json = ? WHERE id = 1")
                         .execute(.text(model.versionIdentifier), .text(String(decoding: model.jsonData(), as: UTF8.self)))
                 }
                 return CommitOutcome(
-                    result: CommitResult(generation: generation, nonce: nonce, touchedEntities: changes.touchedEntities),
-                    resolutions: resolutions)
+                    result: CommitResult(generation: generation, nonce: nonce, touchedEntities: touched),
+                    resolutions: resolutions, nullified: references.nullified)
             }
             if let result = outcome.result {
                 refreshModelJSON = false                    // under the lock, once COMMIT succeeded
-                noteCommit(generation: result.generation, touched: result.touchedEntities) {
-                    changes.writtenKeys(of: $0, limit: CacheRefreshLog.keyLimit)
+                noteCommit(generation: result.generation, touched: result.touchedEntities) { entities in
+                    guard var keys = changes.writtenKeys(of: entities, limit: CacheRefreshLog.keyLimit) else { return nil }
+                    for (entity, nullified) in outcome.nullified where entities.contains(entity) { keys[entity, default: []] += nullified }
+                    return keys
                 }
             }
             return outcome
         }
         if let result = outcome.result { scheduleCacheRefreshes(touching: result.touchedEntities) }
+        // Rows no context of this save knew changed: every context hears of them as of a change
+        // made elsewhere (their objects are read again, lists re-evaluate them).
+        if !outcome.nullified.isEmpty { tellContexts(changed: Set(outcome.nullified.keys)) }
         return outcome
     }
 
@@ -282,6 +294,70 @@ enum Resolution: Equatable {
 struct CommitOutcome {
     var result: CommitResult?
     var resolutions: [ObjectID: Resolution]
+    /// Keys of rows, by entity, whose to-one the commit cleared in SQL because it named a row
+    /// the commit deleted (``DeletedRowReferences``).
+    var nullified: [String: [Int64]] = [:]
+}
+
+/// The rows that still name a row a commit deletes, saved elsewhere after the deleting context
+/// applied the delete rules to the objects it knew (a batch insert, a sibling's or another
+/// process's save): the context's rules could not reach them, so the commit applies the rule of
+/// the deleted side to them in SQL, in the same transaction, and checks rather than trusts:
+///
+/// - **nullify** (and a to-one with no inverse): the key is cleared (`NULL`, the row's version
+///   bumped), and every context hears of the rows as changed elsewhere;
+/// - **deny**, **cascade** (whose own rules need the objects) and a nullify that would empty a
+///   **required** to-one: the save is refused with a ``MergeConflict`` that names both rows
+///   (``MergeConflict/Value/referenced(by:)``); refresh, then delete again;
+/// - **no action** leaves the keys, as documented for that rule.
+///
+/// A commit without deletes runs nothing here; one with deletes runs one `SELECT` per to-one
+/// that can name a deleted row's entity.
+enum DeletedRowReferences {
+    static func resolve(_ db: Connection, schema: Schema, deleted: [(EntityInfo, Int64)])
+        throws -> (conflicts: [MergeConflict], nullified: [String: [Int64]]) {
+        guard !deleted.isEmpty else { return ([], [:]) }
+        var keysByEntity: [String: [Int64]] = [:]
+        var infos: [String: EntityInfo] = [:]
+        for (info, key) in deleted {
+            keysByEntity[info.name, default: []].append(key)
+            infos[info.name] = info
+        }
+        var conflicts: [MergeConflict] = []
+        var nullified: [String: [Int64]] = [:]
+        let pk = quoted(primaryKeyColumn), version = quoted(versionColumn)
+        for (name, keys) in keysByEntity.sorted(by: { $0.key < $1.key }) {
+            guard let target = infos[name] else { continue }
+            let json = SQLiteValue.text(StoreCoordinator.jsonKeys(keys))
+            for source in schema.infos.values.sorted(by: { $0.name < $1.name }) {
+                for toOne in source.toOnes where toOne.destination == name {
+                    let column = quoted(toOne.name)
+                    let select = try db.prepare("SELECT \(pk), \(column) FROM \(source.table) WHERE \(column) IN (SELECT value FROM json_each(?)) ORDER BY 1")
+                    try select.bind([json])
+                    var found: [(Int64, Int64)] = []
+                    try select.forEachRow { found.append(($0.int64(at: 0), $0.int64(at: 1))) }
+                    guard !found.isEmpty else { continue }
+                    let inverse = toOne.inverse.flatMap { target.entity.relationship(named: $0) }
+                    let rule = inverse?.deleteRule ?? .nullify
+                    if rule == .noAction { continue }
+                    if rule == .nullify, toOne.isOptional {
+                        try db.prepare("UPDATE \(source.table) SET \(column) = NULL, \(version) = \(version) + 1 WHERE \(column) IN (SELECT value FROM json_each(?))")
+                            .execute(json)
+                        nullified[source.name, default: []] += found.map(\.0)
+                        continue
+                    }
+                    for (key, destination) in found {
+                        let referrer = ObjectID(entity: source.internedName, primaryKey: key)
+                        let deletedID = ObjectID(entity: target.internedName, primaryKey: destination)
+                        conflicts.append(MergeConflict(objectID: deletedID, key: inverse?.name ?? "\(source.name).\(toOne.name)",
+                                                       ours: .deleted, original: .referenced(by: referrer),
+                                                       theirs: .referenced(by: referrer), stored: .referenced(by: referrer)))
+                    }
+                }
+            }
+        }
+        return (conflicts, nullified)
+    }
 }
 
 /// The to-ones a commit writes that name a row the store no longer has: another save deleted the

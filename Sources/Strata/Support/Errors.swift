@@ -68,6 +68,8 @@ public enum ObjectError: Error, Sendable, CustomStringConvertible, Equatable {
     case objectNotFound(ObjectID)
     /// A relationship was given an object that lives in another context.
     case objectInAnotherContext(entity: String, key: String)
+    /// A `Codable` attribute's stored bytes don't decode as `type` (``ManagedObject/decodedValue(forKey:as:)``).
+    case undecodableValue(entity: String, key: String, type: String, reason: String)
 
     public var description: String {
         switch self {
@@ -78,6 +80,7 @@ public enum ObjectError: Error, Sendable, CustomStringConvertible, Equatable {
         case .objectNotFound(let id): "object \(id) does not exist in the store"
         case let .objectInAnotherContext(entity, key):
             "\(entity).\(key) was given an object from another context; use context.object(with: object.objectID)"
+        case let .undecodableValue(entity, key, type, reason): "\(entity).\(key) holds \(reason) as \(type)"
         }
     }
 }

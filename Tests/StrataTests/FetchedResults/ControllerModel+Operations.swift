@@ -177,6 +177,30 @@ enum ModelRoute: String, CaseIterable, Sendable {
     /// The operations as batch requests on the coordinator (insert, update by ID, delete by ID),
     /// no context involved; often over unsaved edits on main.
     case batchRequests = "batch requests"
+    /// A new item on main (unsaved) names a saved parent that another context, a batch request
+    /// or another coordinator deletes (issue 39's "ghost"): the merge must let go of the parent.
+    case racePendingToOne = "new item on main names a parent deleted elsewhere"
+    /// Main deletes a saved parent (unsaved); a background context or a batch insert saves an
+    /// item naming it; then `main.saveToStore()`: the delete rule must reach the new item in the
+    /// commit (or refuse naming both), never leave its key to a gone row.
+    case raceDeleteThenSaved = "main deletes a parent, an item naming it is saved elsewhere"
+}
+
+/// How a race batch's other side acts (``ModelRoute/racePendingToOne``: 0 batch delete, 1
+/// background save, 2 another coordinator; ``ModelRoute/raceDeleteThenSaved``: 0 background
+/// save, 1 batch insert, each before or after main hears of it).
+enum ModelRaceWay {
+    static func name(_ route: ModelRoute, _ way: Int) -> String {
+        switch (route, way % 4) {
+        case (.racePendingToOne, 0), (.racePendingToOne, 3): "a batch delete"
+        case (.racePendingToOne, 1): "a background save"
+        case (.racePendingToOne, _): "another coordinator"
+        case (_, 0): "a background save, main not yet told"
+        case (_, 1): "a batch insert, main not yet told"
+        case (_, 2): "a background save, main told"
+        default: "a batch insert, main told"
+        }
+    }
 }
 
 /// One batch: a route, its operations, and the merge policy of the context that saves.
@@ -191,13 +215,17 @@ struct ModelBatch: Equatable, Sendable, CustomStringConvertible {
     /// On the batch-request route: an item's update or delete goes to every item a predicate
     /// selects (``ModelOperation/widePredicate(_:)``), not to one item by ID.
     var wide = false
+    /// On the race routes: how the other side acts (``ModelRaceWay``).
+    var way = 0
 
-    init(_ route: ModelRoute, _ operations: [ModelOperation], strictPolicy: Bool = false, refetch: Bool = false, wide: Bool = false) {
+    init(_ route: ModelRoute, _ operations: [ModelOperation], strictPolicy: Bool = false, refetch: Bool = false, wide: Bool = false,
+         way: Int = 0) {
         self.route = route
         self.operations = operations
         self.strictPolicy = strictPolicy
         self.refetch = refetch
         self.wide = wide
+        self.way = way
     }
 
     var description: String {
@@ -205,6 +233,7 @@ struct ModelBatch: Equatable, Sendable, CustomStringConvertible {
         if strictPolicy { extra += ", strictPolicy: true" }
         if refetch { extra += ", refetch: true" }
         if wide { extra += ", wide: true" }
+        if way != 0 { extra += ", way: \(way)" }
         return "ModelBatch(.\(route), [\(operations.map(\.description).joined(separator: ", "))]\(extra))"
     }
 }
@@ -228,9 +257,19 @@ struct ModelGenerator {
             (12, ModelRoute.updateSaveToStore), (7, .updateSaveThenMainSaveToStore), (6, .updateSaveOnly),
             (6, .mainEdits), (7, .mainEditsSaveToStore), (6, .mainSaveThenWriterSave),
             (12, .background), (6, .externalCoordinator), (4, .rollback), (4, .refresh), (2, .reset),
-            (6, .batchRequests),
+            (6, .batchRequests), (4, .racePendingToOne), (4, .raceDeleteThenSaved),
         ])
         var operations: [ModelOperation] = []
+        if route == .racePendingToOne || route == .raceDeleteThenSaved {
+            // The parent (every delete rule alike) and the item that names it; sometimes an
+            // unsaved edit on main first.
+            let parent = rng.pick(ModelParent.allCases)
+            if rng.chance(0.3) { operations.append(operation(itemCount: itemCount)) }
+            operations.append(.deleteParent(parent, rng.int(0...63)))
+            operations.append(.insertItem(name: rng.int(0...11), group: rng.int(0...5), score: rng.int(0...9), flag: rng.chance(0.4),
+                                          parents: ModelParent.allCases.map { $0 == parent || rng.chance(0.5) ? nil : rng.int(0...63) }))
+            return ModelBatch(route, operations, strictPolicy: rng.chance(0.15), way: rng.int(0...3))
+        }
         if route == .refresh {
             for _ in 0..<rng.int(1...3) {
                 let target = rng.weighted([(6, ModelRefreshTarget.item), (3, .category), (1, .all)])

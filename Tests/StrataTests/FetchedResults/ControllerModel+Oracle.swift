@@ -31,6 +31,51 @@ extension ControllerModelRun {
                               after: fresh[watched[index].spec.context] ?? [:], allSaved: allSaved)
         }
         signatures = fresh
+        problems += checkNothingGone()
+        return problems
+    }
+
+    /// (e) Nothing reads as data that is not there (issue 39): no object with pending changes in
+    /// main, the writer or the observer names, through a to-one, a row that is gone (the merge
+    /// lets go of it); and the store holds no key to a gone row. Both but under the bin's
+    /// no-action rule, which leaves such keys by definition.
+    func checkNothingGone() -> [String] {
+        var problems: [String] = []
+        for kind in [ModelContextKind.main, .writer, .observer] {
+            let context = context(kind)
+            context.performAndWait {
+                for object in context.insertedObjects.union(context.updatedObjects) where object.entityName == "Item" {
+                    // Not the bin: under no action the keys stay, by definition (a read of such a
+                    // key's object stops, as Core Data's unfulfillable fault; never a value).
+                    for parent in ModelParent.allCases where parent != .bin {
+                        guard let destination = try? object.value(forKey: parent.key) as? ManagedObject else { continue }
+                        do {
+                            try destination.load()
+                        } catch {
+                            problems.append("(e) \(object.objectID) on \(kind.rawValue) names \(destination.objectID) through \(parent.key), which is gone (\(error))")
+                        }
+                    }
+                }
+            }
+        }
+        do {
+            let schema = ControllerModel.model().schema
+            let dangling: Int = try container.coordinator.withConnection { db in
+                guard let item = schema.infos["Item"] else { return 0 }
+                var total = 0
+                for parent in ModelParent.allCases where parent != .bin {
+                    guard let info = schema.infos[parent.entity] else { continue }
+                    let statement = try db.prepare("SELECT count(*) FROM \(item.table) WHERE \"\(parent.key)\" IS NOT NULL AND \"\(parent.key)\" NOT IN (SELECT \"_pk\" FROM \(info.table))")
+                    _ = try statement.step()
+                    total += Int(statement.int64(at: 0))
+                }
+                return total
+            }
+            if dangling > 0 { problems.append("(e) the store holds \(dangling) item key(s) naming a gone category, shelf or owner") }
+        } catch {
+            problems.append("(e) reading the store's keys threw \(error)")
+        }
+        tally.outcomes["(e) nothing-gone checks", default: 0] += 1
         return problems
     }
 

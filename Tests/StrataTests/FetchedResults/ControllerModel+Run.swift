@@ -429,7 +429,127 @@ final class ControllerModelRun {
                 }
             }
             container.waitForPendingMerges()
+        case .racePendingToOne, .raceDeleteThenSaved:
+            try race(batch, policy: policy)
         }
+    }
+
+    /// The race routes (issue 39): a delete on one side while the other side points a new item
+    /// at the deleted parent.
+    private func race(_ batch: ModelBatch, policy: MergePolicy) throws {
+        var operations = batch.operations
+        guard case let .insertItem(name, group, score, flag, parents) = operations.removeLast(),
+              case let .deleteParent(kind, index) = operations.removeLast() else { return }
+        changeSetsAllowed = 3
+        let way = ModelRaceWay.name(batch.route, batch.way)
+        // An optional plain edit on main first; then the saved parent the race is about.
+        let parentID: ObjectID? = try main.performAndWait {
+            try apply(operations, in: main)
+            for id in try ModelOperation.keys(kind.entity, in: main).rotated(by: index) {
+                let parent = try main.existingObject(with: id)
+                if !parent.isInserted && !parent.isDeleted { return id }
+            }
+            return nil
+        }
+        guard let parentID else { return }
+        /// The item, filled as `insertItem` fills it, its `kind` parent set to `parent`.
+        func fill(_ item: ManagedObject, parent: ManagedObject, in context: ManagedObjectContext) throws {
+            try item.setValue(ControllerModel.itemNames[name % ControllerModel.itemNames.count], forKey: "name")
+            try item.setValue(ControllerModel.groups[group % ControllerModel.groups.count], forKey: "group")
+            try item.setValue(Int64(score), forKey: "score")
+            try item.setValue(flag, forKey: "flag")
+            for (p, ref) in zip(ModelParent.allCases, parents) where p != kind {
+                guard let ref else { continue }
+                let keys = try ModelOperation.keys(p.entity, in: context)
+                if !keys.isEmpty { try item.setValue(try context.existingObject(with: keys[ref % keys.count]), forKey: p.key) }
+            }
+            try item.setValue(parent, forKey: kind.key)
+        }
+        if batch.route == .racePendingToOne {
+            try main.performAndWait {
+                try fill(try main.insert("Item"), parent: try main.existingObject(with: parentID), in: main)
+                main.processPendingChanges()
+            }
+            var deleted = false
+            switch batch.way % 4 {
+            case 0, 3:
+                do {
+                    try container.coordinator.execute(BatchDeleteRequest(entityName: kind.entity, objectIDs: [parentID]))
+                    deleted = true
+                } catch is BatchError {
+                    tally.outcomes["race: the batch delete was refused", default: 0] += 1
+                }
+                container.waitForPendingMerges()
+            case 1:
+                let background = container.newBackgroundContext(name: "background")
+                try background.performAndWait {
+                    background.mergePolicy = policy
+                    try background.delete(try background.existingObject(with: parentID))
+                    deleted = try attempt { try background.save() }
+                }
+            default:
+                let other = external.newContext(name: "elsewhere")
+                try other.performAndWait {
+                    other.mergePolicy = policy
+                    try other.delete(try other.existingObject(with: parentID))
+                    deleted = try attempt { try other.save() }
+                }
+                try container.coordinator.processExternalChanges()
+            }
+            drain()
+            if deleted {
+                tally.outcomes["race: new item on main names a \(kind.entity.lowercased()) deleted by \(way)", default: 0] += 1
+            }
+            return
+        }
+        // Main deletes the parent; the item naming it is saved elsewhere, before main hears of
+        // it (in main's block: the commit must find it) or after.
+        let told = batch.way % 4 >= 2
+        func saveElsewhere() throws {
+            if batch.way % 2 == 0 {
+                let background = container.newBackgroundContext(name: "background")
+                try background.performAndWait {
+                    try fill(try background.insert("Item"), parent: try background.existingObject(with: parentID), in: background)
+                    _ = try attempt { try background.save() }
+                }
+            } else {
+                let reader = container.coordinator.newContext(name: "batch-reader")
+                var row: [String: Any] = ["name": ControllerModel.itemNames[name % ControllerModel.itemNames.count],
+                                          "score": Int64(score), "flag": flag, kind.key: parentID]
+                if let value = ControllerModel.groups[group % ControllerModel.groups.count] { row["group"] = value }
+                try reader.performAndWait {
+                    for (p, ref) in zip(ModelParent.allCases, parents) where p != kind {
+                        guard let ref else { continue }
+                        let keys = try ModelOperation.keys(p.entity, in: reader)
+                        if !keys.isEmpty { row[p.key] = keys[ref % keys.count] }
+                    }
+                }
+                try container.coordinator.execute(BatchInsertRequest(entityName: "Item", objects: [row]))
+            }
+        }
+        let saved: Bool = try main.performAndWait {
+            let old = main.mergePolicy
+            main.mergePolicy = policy
+            defer { main.mergePolicy = old }
+            try main.delete(try main.existingObject(with: parentID))
+            if !told { try saveElsewhere() }
+            return true
+        }
+        if told {
+            try saveElsewhere()
+            container.waitForPendingMerges()
+            drain()
+        }
+        let went = try main.performAndWait {
+            let old = main.mergePolicy
+            main.mergePolicy = policy
+            defer { main.mergePolicy = old }
+            let went = try attempt { try main.saveToStore() }
+            if !went { revertMain() }
+            return went
+        }
+        _ = saved
+        tally.outcomes["race: main deleted a \(kind.entity.lowercased()), \(way): " + (went ? "saved" : "refused"), default: 0] += 1
     }
 
     /// After a refused save on main (on main's queue): its edits are rolled back.
@@ -523,5 +643,14 @@ final class ControllerModelRun {
 enum ModelCacheStatus {
     static func describe(_ controller: AnyFetchedResultsController) -> String {
         "\(controller.cacheStatus)"
+    }
+}
+
+extension Array {
+    /// The elements from `index` (modulo the count) on, then the ones before it.
+    func rotated(by index: Int) -> [Element] {
+        guard !isEmpty else { return [] }
+        let start = index % count
+        return Array(self[start...] + self[..<start])
     }
 }
