@@ -1,6 +1,16 @@
 // swift-tools-version: 6.1
 import CompilerPluginSupport
+import Foundation
 import PackageDescription
+
+// `STRATA_PREBUILT_MACROS=/path/to/StrataMacros-tool`: use an `@Entity` plug-in already built
+// (by a plain debug build) instead of building it, and swift-syntax with it, again. CI's
+// sanitizer builds and the performance gate's release build pass it (with
+// `-Xswiftc -load-plugin-executable -Xswiftc PATH#StrataMacros`): the plug-in runs in the
+// compiler at build time, so a sanitizer or the optimiser has nothing to add to it, and each of
+// those builds spent most of its time compiling swift-syntax. The macro's own tests
+// (StrataMacrosTests) are left out of such builds; the plain build runs them.
+let prebuiltMacros = ProcessInfo.processInfo.environment["STRATA_PREBUILT_MACROS"].flatMap { $0.isEmpty ? nil : $0 }
 
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
@@ -19,9 +29,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ] + (prebuiltMacros != nil ? [] : [
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "602.0.0"),
         .package(url: "https://github.com/pointfreeco/swift-macro-testing", from: "0.7.0"),
-    ],
+    ]),
     targets: [
         .systemLibrary(
             name: "CSQLite",
@@ -46,21 +57,10 @@ let package = Package(
             dependencies: ["CSQLite", "CStrataVFS"],
             swiftSettings: strictSettings
         ),
-        // The `@Entity` macro family's implementation: a compiler plug-in, run at build time only.
-        .macro(
-            name: "StrataMacros",
-            dependencies: [
-                .product(name: "SwiftSyntax", package: "swift-syntax"),
-                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
-                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
-                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
-                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
-            ],
-            swiftSettings: strictSettings
-        ),
         .target(
             name: "Strata",
-            dependencies: ["StrataSQLite", "CZlib", "CStrataThread", "StrataMacros", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["StrataSQLite", "CZlib", "CStrataThread", .product(name: "Logging", package: "swift-log")]
+                + (prebuiltMacros != nil ? [] : ["StrataMacros"]),
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -75,16 +75,6 @@ let package = Package(
             name: "StrataTestSupport",
             dependencies: ["Strata", "StrataSQLite"],
             path: "Tests/StrataTestSupport",
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "StrataMacrosTests",
-            dependencies: [
-                "StrataMacros",
-                .product(name: "MacroTesting", package: "swift-macro-testing"),
-                .product(name: "SwiftParser", package: "swift-syntax"),
-                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
-            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -118,6 +108,29 @@ let package = Package(
             dependencies: ["Strata", "StrataSQLite", "StrataTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
-    ],
+    ] + (prebuiltMacros != nil ? [] : [
+        // The `@Entity` macro family's implementation: a compiler plug-in, run at build time only.
+        .macro(
+            name: "StrataMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "StrataMacrosTests",
+            dependencies: [
+                "StrataMacros",
+                .product(name: "MacroTesting", package: "swift-macro-testing"),
+                .product(name: "SwiftParser", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+            ],
+            swiftSettings: strictSettings
+        ),
+    ]),
     swiftLanguageModes: [.v6]
 )

@@ -81,7 +81,10 @@ import Testing
         let build = Bundle.main.bundleURL        // .build/<configuration>, where the test runs
         let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let modules = build.appendingPathComponent("Modules")
-        let plugin = build.appendingPathComponent("StrataMacros-tool")
+        // A build made with a prebuilt plug-in (STRATA_PREBUILT_MACROS: CI's sanitizer builds)
+        // has none of its own.
+        let plugin = ProcessInfo.processInfo.environment["STRATA_PREBUILT_MACROS"].map { URL(fileURLWithPath: $0) }
+            ?? build.appendingPathComponent("StrataMacros-tool")
         for required in [modules.appendingPathComponent("Strata.swiftmodule"), plugin] {
             try #require(FileManager.default.fileExists(atPath: required.path),
                          "\(required.path) is missing: run this suite from `swift test` in the package (it needs the build's Strata module)")

@@ -40,6 +40,11 @@ extension ManagedObjectContext {
         // Each row is moved out of the buffer into its object, not copied out and released with
         // the buffer: one retain and one release fewer per row.
         let count = rows.count
+        // No rows: the empty array itself. `Array(unsafeUninitializedCapacity: 0)` stores its
+        // count (0) into the one empty-array storage the whole process shares, a write that
+        // ThreadSanitizer reports against any other thread reading an empty array (CI saw it
+        // against the section cache's deflate).
+        guard count > 0 else { return [] }
         let name = plan.info.internedName
         let objects = [ManagedObject](unsafeUninitializedCapacity: count) { buffer, initialized in
             for index in 0..<count {

@@ -527,13 +527,9 @@ final class ControllerModelRun {
                 try container.coordinator.execute(BatchInsertRequest(entityName: "Item", objects: [row]))
             }
         }
-        let saved: Bool = try main.performAndWait {
-            let old = main.mergePolicy
-            main.mergePolicy = policy
-            defer { main.mergePolicy = old }
+        try main.performAndWait {
             try main.delete(try main.existingObject(with: parentID))
             if !told { try saveElsewhere() }
-            return true
         }
         if told {
             try saveElsewhere()
@@ -548,7 +544,6 @@ final class ControllerModelRun {
             if !went { revertMain() }
             return went
         }
-        _ = saved
         tally.outcomes["race: main deleted a \(kind.entity.lowercased()), \(way): " + (went ? "saved" : "refused"), default: 0] += 1
     }
 

@@ -41,7 +41,7 @@ import StrataTestSupport
 
     /// Another coordinator on the same file deletes `ids` and saves; `container` hears of it
     /// through processExternalChanges().
-    static func deleteElsewhere(_ ids: [ObjectID], url: URL, heardBy container: PersistentContainer) throws {
+    static func deleteElsewhere(_ ids: [ObjectID], url: URL, heardBy container: PersistentContainer, told: Bool = true) throws {
         let other = try StoreCoordinator(model: Fixture.model(), url: url)
         let elsewhere = other.newContext(name: "elsewhere")
         try elsewhere.performAndWait {
@@ -49,7 +49,7 @@ import StrataTestSupport
             try elsewhere.save()
         }
         other.close()
-        _ = try container.coordinator.processExternalChanges()
+        if told { _ = try container.coordinator.processExternalChanges() }
     }
 
     /// The dangling-key check's primary-key lookups (`SELECT 1 FROM …`) since the coordinator's
@@ -93,7 +93,8 @@ import StrataTestSupport
             try item.setValue(try main.existingObject(with: categoryID), forKey: "category")
             return item.objectID
         }
-        try DanglingReferenceTests.deleteElsewhere([categoryID], url: url, heardBy: container)
+        // Main has not heard of it yet: its save names a gone row.
+        try DanglingReferenceTests.deleteElsewhere([categoryID], url: url, heardBy: container, told: false)
         let generation = try container.coordinator.metadata().generation
         let error = try main.performAndWait {
             try #require(throws: MergeConflictError.self) { try main.saveToStore() }
@@ -103,10 +104,15 @@ import StrataTestSupport
         #expect(conflict.objectID == itemID && conflict.key == "category", "\(conflict)")
         #expect(conflict.ours == .object(categoryID) && conflict.theirs == .missing(categoryID), "\(conflict)")
         #expect(try container.coordinator.metadata().generation == generation, "a refused save writes nothing")
-        try main.performAndWait {
+        main.performAndWait {
             #expect(main.insertedObjects.map(\.objectID) == [itemID], "main keeps its new item")
-            // The app's way out: the item without a category saves.
-            try main.existingObject(with: itemID).setValue(nil, forKey: "category")
+        }
+        // Once main hears of the delete, its item lets go of the gone category (issue 39's rule
+        // for rows gone elsewhere), and the save goes through.
+        _ = try container.coordinator.processExternalChanges()
+        try main.performAndWait {
+            let category = try main.existingObject(with: itemID).value(forKey: "category")
+            #expect(category == nil)
             try main.saveToStore()
             #expect(Fixture.layout(controller) == ["[\(itemID.primaryKey)]"])
         }
@@ -115,8 +121,10 @@ import StrataTestSupport
         #expect(try Self.danglingItems(url) == 0)
     }
 
-    /// The same through the stack: a background save deletes the category while main holds a new
-    /// item pointing at it; main.save() then writer.save() is refused at the writer.
+    /// The same through the stack: main holds a new item pointing at a category and saves it into
+    /// the writer; a background save deletes the category before the writer has heard of it (in
+    /// the writer's own block); writer.save() is refused. (Once the writer has merged the
+    /// background save, its item lets go of the category instead: `GoneRowTests`.)
     @Test func backgroundDeleteThenMainAndWriterSaveIsRefused() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("store.sqlite")
@@ -131,13 +139,13 @@ import StrataTestSupport
             return item.objectID
         }
         let background = container.newBackgroundContext()
-        try background.performAndWait {
-            try background.delete(try background.existingObject(with: categoryID))
-            try background.save()
-        }
         try main.performAndWait { try main.save() }
         let error = try writer.performAndWait {
-            try #require(throws: MergeConflictError.self) { try writer.save() }
+            try background.performAndWait {
+                try background.delete(try background.existingObject(with: categoryID))
+                try background.save()
+            }
+            return try #require(throws: MergeConflictError.self) { try writer.save() }
         }
         #expect(error.conflicts.map(\.objectID) == [itemID], "\(error)")
         writer.performAndWait { writer.rollback() }
