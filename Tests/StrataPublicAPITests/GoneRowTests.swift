@@ -386,4 +386,50 @@ import Strata
             #expect(a.name == "a1", "main keeps its edit")
         }
     }
+
+    /// Issue 39, situation 4 as it was found: main holds a new journey pointing at a region that
+    /// a batch request deletes (situation 2), and an update context then edits journeys and calls
+    /// `saveToStore()`, level by level through main; in 0.1.0 the writer refused main's dangling
+    /// key, everything was put back, and the update context rolled back. Every update main's list
+    /// reports must be a real change of what it shows.
+    @Test func aSaveThroughAMainHoldingAGhostReportsNoUpdateOfUnchangedRows() throws {
+        let container = try PersistentContainer(inMemoryWith: try Self.model())
+        let main = container.mainContext
+        let northID = try Self.seed(main)
+        try main.performAndWait {
+            for name in ["b", "c"] {
+                let journey = try main.insert(Journey.self)
+                journey.name = name
+                journey.region = try main.existingObject(with: northID, as: Region.self)
+            }
+            try main.saveToStore()
+        }
+        let controller = try FetchedResultsController(FetchRequest<Journey>(sortBy: Self.sort), context: main, sectionBy: \.region?.name)
+        let recorder = ValueRecorder()
+        try main.performAndWait {
+            try controller.performFetch()
+            controller.delegate = recorder
+            recorder.last = recorder.values(controller)
+            let j = try main.insert(Journey.self)
+            j.name = "j"
+            j.region = try main.existingObject(with: northID, as: Region.self)
+            main.processPendingChanges()
+        }
+        try container.coordinator.execute(BatchDeleteRequest(Region.self, objectIDs: [northID]))
+        container.writerContext.performAndWait {}
+        main.performAndWait {}
+        let update = container.newUpdateContext()
+        for _ in 0..<3 {
+            try update.performAndWait {
+                for journey in try update.fetch(FetchRequest<Journey>(sortBy: Self.sort)) where !journey.isInserted {
+                    journey.name = journey.name + "!"
+                }
+                do { try update.saveToStore() } catch { update.rollback() }
+            }
+            container.writerContext.performAndWait {}
+            main.performAndWait {}
+        }
+        #expect(recorder.spurious.isEmpty, "updates reported for rows whose values did not change: \(recorder.spurious) of \(recorder.updates)")
+        try Self.checkAgainstFoundation(controller, main)
+    }
 }

@@ -66,7 +66,7 @@ extension ManagedObjectContext {
     /// faults, to-many relationships that may list their rows are read again, and observers hear
     /// which entities changed. Objects with pending changes keep them (their save checks the row
     /// versions).
-    func storeChangedElsewhere(_ entities: Set<String>, deleted gone: Set<ObjectID> = []) {
+    func storeChangedElsewhere(_ entities: Set<String>, deleted gone: Set<ObjectID> = [], deletionsNamed: Bool = false) {
         var changes = ObjectChanges(entitiesChangedElsewhere: entities)
         var removed: ObjectTable = [:]
         for object in Array(registered.values) where object.state == .clean || object.state == .updated || object.state == .deleted {
@@ -109,7 +109,7 @@ extension ManagedObjectContext {
                 for index in object.toMany.indices { object.toMany[index].committed = nil }
             }
         }
-        let missing = pendingReferencesGone(in: entities)
+        let missing = deletionsNamed ? [] : referencesGone(in: entities)
         for id in missing {
             if let object = registered[id], object.state == .clean { invalidate(object, into: &changes, removed: &removed) }
         }
@@ -119,10 +119,14 @@ extension ManagedObjectContext {
 
     /// The rows of `entities` that this context's objects point at through a to-one and that
     /// no longer exist in the store: another connection's commit, whose deleted rows are not
-    /// named, may have deleted them. One read per entity, of the destinations named only.
-    private func pendingReferencesGone(in entities: Set<String>) -> Set<ObjectID> {
+    /// named, may have deleted them. One read per entity, of the destinations named only. A
+    /// root looks at its objects with pending changes only (the others are rows of the store,
+    /// which a commit leaves without keys to gone rows); a child at every loaded object (its
+    /// unchanged ones show its parent's pending changes).
+    private func referencesGone(in entities: Set<String>) -> Set<ObjectID> {
         var wanted = Set<ObjectID>()
-        for object in registered.values where !object.isFault && object.state != .invalid {
+        let isChild = parent != nil
+        for object in registered.values where !object.isFault && object.state != .invalid && (isChild || object.state != .clean) {
             for (i, destination) in object.info.toOneDestinations.enumerated() where entities.contains(destination) {
                 guard let key = object.current.toOnes[i] else { continue }
                 let id = ObjectID(entity: object.info.toOneDestinationNames[i], primaryKey: key)
@@ -161,6 +165,10 @@ extension ManagedObjectContext {
     func detach(from gone: Set<ObjectID>) -> Set<ObjectID> {
         guard !gone.isEmpty else { return [] }
         let goneEntities = Set(gone.map(\.entityName))
+        let reachable = schema.infos.values.contains { info in
+            info.toOneDestinations.contains(where: goneEntities.contains) || info.toManys.contains { goneEntities.contains($0.destination) }
+        }
+        guard reachable else { return [] }
         var goneKeys: [String: Set<Int64>] = [:]
         for id in gone { goneKeys[id.entityName, default: []].insert(id.primaryKey) }
         var changed = Set<ObjectID>()

@@ -380,7 +380,7 @@ extension StoreCoordinator {
         // the lock: a log that sees generations out of order only starts again.)
         noteCommit(generation: generation, touched: touched) { _ in nil }
         scheduleCacheRefreshes(touching: touched)
-        tellContexts(changed: touched, deleted: deleted)
+        tellContexts(changed: touched, deleted: deleted, deletionsNamed: true)
     }
 
     static func jsonKeys(_ keys: [Int64]) -> String {

@@ -157,7 +157,7 @@ extension StoreCoordinator {
         if let result = outcome.result { scheduleCacheRefreshes(touching: result.touchedEntities) }
         // Rows no context of this save knew changed: every context hears of them as of a change
         // made elsewhere (their objects are read again, lists re-evaluate them).
-        if !outcome.nullified.isEmpty { tellContexts(changed: Set(outcome.nullified.keys)) }
+        if !outcome.nullified.isEmpty { tellContexts(changed: Set(outcome.nullified.keys), deletionsNamed: true) }
         return outcome
     }
 

@@ -148,9 +148,13 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// through them (another connection's commit, a batch request), in registration order, so
     /// that a parent has taken the news before its children read through it. Objects of
     /// `deleted` leave the contexts that hold them unchanged (reported as invalidated).
-    func tellContexts(changed entities: Set<String>, deleted: Set<ObjectID> = []) {
+    ///
+    /// `deletionsNamed`: `deleted` is every row the change deleted (a batch request, a commit's
+    /// own side effects), so the contexts need not look for other gone rows; another
+    /// connection's commit names none.
+    func tellContexts(changed entities: Set<String>, deleted: Set<ObjectID> = [], deletionsNamed: Bool = false) {
         for context in contexts.withLock({ $0.compactMap(\.context) }) {
-            context.enqueue { context.storeChangedElsewhere(entities, deleted: deleted) }
+            context.enqueue { context.storeChangedElsewhere(entities, deleted: deleted, deletionsNamed: deletionsNamed) }
         }
     }
 
