@@ -66,6 +66,7 @@ extension ExitStatus {
             case .notADatabase, .notAStrataStore, .unsupportedFormat, .modelMismatch, .corruptPage: self = .dataError
             case .uriOfAnotherStore, .malformedURI, .pageChecksumsDiffer: self = .usage
             case .sqlite: self = .ioError
+            case .closed: self = .software
             }
         default:
             self = .software

@@ -119,7 +119,7 @@ struct Calibration: Codable, Equatable {
         }
     }
 
-    @Test func aFaultOfAClosedStoreStopsLoadAndATypedRead() async throws {
+    @Test func aFaultOfAClosedStoreThrowsFromLoadAndStopsATypedRead() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("strata-unreadable-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -129,18 +129,22 @@ struct Calibration: Codable, Equatable {
             let reading = try container.mainContext.insert(Reading.self)
             reading.value = 7
             reading.label = "seven"
+            let station = try container.mainContext.insert(Station.self)
+            station.name = "north"
+            reading.station = station
             try container.mainContext.saveToStore()
         }
         container.coordinator.close()
-        // A closed store is programmer misuse (use after close): load() stops too, with the
-        // message that names the fix, rather than throw an error a caller might swallow.
-        await #expect(processExitsWith: .failure) { [path = url.path as String] in
-            let container = try PersistentContainer(model: try UnreadableDataTests.model(), url: URL(fileURLWithPath: path))
-            let reading = container.mainContext.performAndWait {
-                try! container.mainContext.object(with: ObjectID(entityName: "Reading", primaryKey: 1)) as! Reading
-            }
-            container.coordinator.close()
-            container.mainContext.performAndWait { try? reading.load() }
+        // The handling API throws a typed error for a closed store; a typed read stops.
+        let reopened = try PersistentContainer(model: try Self.model(), url: url)
+        let fault: Reading = try reopened.mainContext.performAndWait {
+            try #require(try reopened.mainContext.object(with: ObjectID(entityName: "Reading", primaryKey: 1)) as? Reading)
+        }
+        reopened.coordinator.close()
+        reopened.mainContext.performAndWait {
+            #expect(fault.isFault)
+            #expect(throws: StoreError.closed(path: url.path)) { try fault.load() }
+            #expect(throws: StoreError.closed(path: url.path)) { try reopened.mainContext.fulfill([fault]) }
         }
         await #expect(processExitsWith: .failure) { [path = url.path as String] in
             let container = try PersistentContainer(model: try UnreadableDataTests.model(), url: URL(fileURLWithPath: path))
@@ -157,6 +161,14 @@ struct Calibration: Codable, Equatable {
             container.mainContext.performAndWait {
                 let reading = try! container.mainContext.object(with: ObjectID(entityName: "Reading", primaryKey: 1)) as! Reading
                 _ = reading.station
+            }
+        }
+        await #expect(processExitsWith: .failure) { [path = url.path as String] in
+            let container = try PersistentContainer(model: try UnreadableDataTests.model(), url: URL(fileURLWithPath: path))
+            container.coordinator.close()
+            container.mainContext.performAndWait {
+                let station = try! container.mainContext.object(with: ObjectID(entityName: "Station", primaryKey: 1)) as! Station
+                _ = station.readings
             }
         }
     }

@@ -294,7 +294,7 @@ extension ManagedObject {
     /// read stops the program with the error rather than read as a value that is not there.
     @inline(never)
     func fulfillForTypedRead(_ key: String) {
-        do { try link.withContext { try $0.fulfill(self) } } catch { unreadable(key, error) }
+        do { try load() } catch { unreadable(key, error) }
     }
 
     @inline(never)

@@ -127,11 +127,15 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     ///
     /// - Throws: ``ObjectError/objectNotFound(_:)`` when the row no longer exists (deleted by
     ///   another context, a batch request or another process), ``StoreError/corruptPage(path:page:)``
-    ///   for a page that fails its checksum, ``StoreError`` or `SQLiteError` for an I/O error or a
-    ///   closed store.
+    ///   for a page that fails its checksum, ``StoreError/closed(path:)`` when the coordinator was
+    ///   closed, ``StoreError/sqlite(_:)`` for an I/O error.
     public func load() throws {
         checkAccess()
-        if isFault { try link.withContext { try $0.fulfill(self) } }
+        guard isFault else { return }
+        try link.withContext { context in
+            if context.coordinator.isClosed { throw StoreError.closed(path: context.coordinator.url?.path ?? ":memory:") }
+            try context.fulfill(self)
+        }
     }
 
     // MARK: Dynamic access

@@ -24,6 +24,10 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
     /// checksums when this one's do not, or the other way round: SQLite copies pages as they are,
     /// so the two must agree. Nothing was changed.
     case pageChecksumsDiffer(path: String, source: String, storeHasChecksums: Bool)
+    /// The store's coordinator was closed (``StoreCoordinator/close()``): thrown by the APIs that
+    /// read a fault's row on request (``ManagedObject/load()``, ``ManagedObjectContext/fulfill(_:)``);
+    /// every other use of a closed coordinator is a precondition failure.
+    case closed(path: String)
 
     /// The store error for an SQLite error on the store at `path`: a failed page checksum
     /// becomes ``corruptPage(path:page:)``, anything else ``sqlite(_:)``.
@@ -42,6 +46,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
         case let .uriOfAnotherStore(uri, uuid): "\(uri) names an object of another store (this store is \(uuid.uuidString))"
         case .malformedURI(let uri): "\(uri) is not a strata://<store-uuid>/<Entity>/<pk> URI"
         case .sqlite(let error): error.description
+        case .closed(let path): "the store \(path) was closed: open a new coordinator to read it"
         case let .pageChecksumsDiffer(path, source, storeHasChecksums):
             storeHasChecksums
                 ? "store \(path) has page checksums and \(source) does not: give a copy of \(source) checksums first "
