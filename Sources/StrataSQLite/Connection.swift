@@ -265,6 +265,26 @@ public final class Connection {
     /// True while a transaction is open.
     public var isInTransaction: Bool { sqlite3_get_autocommit(liveHandle) == 0 }
 
+    /// Resets every statement of this connection that is still stepping (a `SELECT` read part
+    /// way), and rolls back a transaction left open, so that the connection holds no read
+    /// snapshot: its next statement reads the last committed state. Returns how many
+    /// statements were reset. What a pool of read connections calls before a connection goes
+    /// back, so that no later read is served from an earlier snapshot.
+    @discardableResult
+    public func endReads() -> Int {
+        var reset = 0
+        var statement = sqlite3_next_stmt(liveHandle, nil)
+        while let current = statement {
+            if sqlite3_stmt_busy(current) != 0 {
+                sqlite3_reset(current)
+                reset += 1
+            }
+            statement = sqlite3_next_stmt(liveHandle, current)
+        }
+        if isInTransaction { _ = sqlite3_exec(liveHandle, "ROLLBACK", nil, nil, nil) }
+        return reset
+    }
+
     // MARK: Statistics
 
     private func counter(for sql: String) -> StatementCounter {

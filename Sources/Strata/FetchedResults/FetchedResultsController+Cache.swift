@@ -44,7 +44,7 @@ extension AnyFetchedResultsController {
             }
         }
         KillPoint.hit("cache.rebuild.begin")
-        let (fetched, storeMetadata) = try context.coordinator.withConnection { db in
+        let (fetched, storeMetadata) = try context.coordinator.withReader { db in
             try db.transaction(.deferred) { (try fetchRows(plan, on: db), try StoreCoordinator.readMetadata(db)) }
         }
         KillPoint.hit("cache.rebuild.fetched")

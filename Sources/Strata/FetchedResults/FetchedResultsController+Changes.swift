@@ -57,7 +57,7 @@ extension AnyFetchedResultsController {
                 // Unsaved changes to the objects between the root and this hop: SQL can't follow them.
                 if j > 0, context.chainHasPendingChanges(Set(chain.hops[..<j].map(\.destination.name))) { return nil }
                 let sql = FetchedDependencies.reachSQL(chain.hops, through: j)
-                let found: [Int64] = try context.coordinator.withConnection { db in
+                let found: [Int64] = try context.coordinator.withReader { db in
                     let statement = try db.cachedStatement(sql)
                     try statement.bind("[" + keys.map(String.init).joined(separator: ",") + "]", at: 1)
                     var found: [Int64] = []
@@ -357,7 +357,7 @@ extension AnyFetchedResultsController {
         let windowed = plan.request.fetchLimit != nil || plan.request.fetchOffset > 0
         let columns = "t0.\(quoted(primaryKeyColumn)), t0.\(quoted(versionColumn))"
         let sql = windowed ? plan.selectSQL(columns) : "SELECT \(columns) FROM \(plan.info.table) AS t0" + plan.joinSQL + plan.whereSQL
-        let (versions, metadata) = try context.coordinator.withConnection { db in
+        let (versions, metadata) = try context.coordinator.withReader { db in
             try db.transaction(.deferred) { () -> ([Int64: Int64], StoreMetadata) in
                 let statement = try db.cachedStatement(sql)
                 try statement.bind(plan.arguments)

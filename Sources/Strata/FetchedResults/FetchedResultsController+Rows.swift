@@ -56,7 +56,7 @@ extension AnyFetchedResultsController {
             }
             return list
         }
-        return try context.coordinator.withConnection { try fetchRows(plan, on: $0) }
+        return try context.coordinator.withReader { try fetchRows(plan, on: $0) }
     }
 
     /// The request's rows from the store, through `db` (one statement).

@@ -212,7 +212,7 @@ extension AnyFetchedResultsController {
                 case .toMany: "NULL"
                 }
             }
-            let loaded: [(Int64, [SQLiteValue])]? = try context.coordinator.withConnection { db in
+            let loaded: [(Int64, [SQLiteValue])]? = try context.coordinator.withReader { db in
                 let size = try db.cachedStatement("SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)")
                 var largest: Int64 = 0
                 try size.forEachRow { largest = $0.int64(at: 0) }

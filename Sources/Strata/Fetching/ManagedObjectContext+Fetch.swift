@@ -27,7 +27,7 @@ extension ManagedObjectContext {
         if hasPendingChanges(for: plan) { return try fetchMergingPendingChanges(plan) }
         let sql = plan.selectSQL(plan.columnList)
         var rows = FetchRowBuffer()
-        try coordinator.withConnection { db in
+        try coordinator.withReader { db in
             let statement = try db.cachedStatement(sql)
             try statement.bind(plan.arguments)
             try statement.forEachRow { rows.append($0.int64(at: 0), RowSnapshot(statement: $0, info: plan.info)) }
@@ -75,7 +75,7 @@ extension ManagedObjectContext {
         if hasPendingChanges(for: plan) { return try fetchMergingPendingChanges(plan).map(\.objectID) }
         let sql = plan.selectSQL("t0.\(quoted(primaryKeyColumn))")
         let name = plan.info.internedName
-        return try coordinator.withConnection { db in
+        return try coordinator.withReader { db in
             var ids: [ObjectID] = []
             let statement = try db.cachedStatement(sql)
             try statement.bind(plan.arguments)
@@ -89,7 +89,7 @@ extension ManagedObjectContext {
         assertOnQueue()
         let plan = try FetchPlan(request.untyped, schema: schema)
         if hasPendingChanges(for: plan) { return try fetchMergingPendingChanges(plan).count }
-        let total: Int = try coordinator.withConnection { db in
+        let total: Int = try coordinator.withReader { db in
             let statement = try db.cachedStatement("SELECT count(*) FROM \(plan.info.table) AS t0" + plan.whereSQL)
             try statement.bind(plan.arguments)
             defer { statement.reset() }
@@ -111,7 +111,7 @@ extension ManagedObjectContext {
     /// sorted in memory by the same rules as SQL.
     private func fetchMergingPendingChanges(_ plan: FetchPlan) throws -> [ManagedObject] {
         let sql = plan.info.selectSQL + " ORDER BY \(quoted(primaryKeyColumn))"
-        var rows: [(Int64, RowSnapshot)] = try coordinator.withConnection { db in
+        var rows: [(Int64, RowSnapshot)] = try coordinator.withReader { db in
             var rows: [(Int64, RowSnapshot)] = []
             try db.cachedStatement(sql).forEachRow { rows.append(($0.int64(at: 0), RowSnapshot(statement: $0, info: plan.info))) }
             return rows

@@ -212,13 +212,13 @@ extension StoreCoordinator {
     /// The stored row of `id` (for a fault, or a child context's read through its ancestors).
     func row(for id: ObjectID) throws -> RowSnapshot? {
         guard let info = model.schema.infos[id.entityName] else { throw ObjectError.unknownEntity(id.entityName) }
-        return try withConnection { try StoreCoordinator.readRow($0, info, id.primaryKey) }
+        return try withReader { try StoreCoordinator.readRow($0, info, id.primaryKey) }
     }
 
     /// The stored rows of `ids`, one statement per entity (`… WHERE "_pk" IN json_each(?)`).
     func rows(for ids: [ObjectID]) throws -> [ObjectID: RowSnapshot] {
         let byEntity = Dictionary(grouping: ids, by: \.entityName)
-        return try withConnection { db in
+        return try withReader { db in
             var rows: [ObjectID: RowSnapshot] = [:]
             for (entity, ids) in byEntity {
                 guard let info = model.schema.infos[entity] else { throw ObjectError.unknownEntity(entity) }
@@ -242,7 +242,7 @@ extension StoreCoordinator {
         case let .joinTable(table, own, other):
             sql = "SELECT \(other) FROM \(table) WHERE \(own) = ?"
         }
-        return try withConnection { db in
+        return try withReader { db in
             let statement = try db.cachedStatement(sql)
             try statement.bind(key, at: 1)
             var keys = Set<Int64>()

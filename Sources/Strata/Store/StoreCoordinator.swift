@@ -47,6 +47,9 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// ``StoreOptions/incrementalCacheRefresh``.
     let incrementalCacheRefresh: Bool
     private let connection: Connection
+    /// The read-only connections every read takes (a WAL store on a file; `nil` for an
+    /// in-memory store or another journal mode, whose reads share the writer connection).
+    let readers: ReaderPool?
     /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out.
     private var reservedKeys: [(next: Int64, end: Int64, block: Int64)] = []
     var refreshModelJSON: Bool
@@ -92,6 +95,11 @@ public final class StoreCoordinator: @unchecked Sendable {
         } catch let error as SQLiteError {
             throw StoreError(error, path: path)
         }
+        do {
+            readers = options.journalMode == .wal ? try ReaderPool(path: path, configuration: connection.configuration) : nil
+        } catch let error as SQLiteError {
+            throw StoreError(error, path: path)
+        }
         try noteStoreState()
     }
 
@@ -103,6 +111,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         incrementalCacheRefresh = options.incrementalCacheRefresh
         uuid = UUID()
         refreshModelJSON = false
+        readers = nil
         var configuration = Connection.Configuration()
         configuration.publicStatementArguments = options.publicStatementArguments
         do {
@@ -262,6 +271,7 @@ public final class StoreCoordinator: @unchecked Sendable {
     public func close() {
         flushCacheWork()
         refreshConnection.withLock { $0?.close(); $0 = nil }
+        readers?.close()
         lock.withLock { connection.close() }
     }
 
@@ -288,19 +298,40 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// The SQL this coordinator ran since it opened or since ``resetStatistics()``: per SQL text,
     /// how often it was prepared and executed and the rows it returned, by statement kind and by
     /// entity (Core Data's SQLDebug, countable). See ``StoreStatistics``.
+    /// The writer connection's counters and the readers', added up.
     public var statistics: StoreStatistics {
-        StoreStatistics(lock.withLock { connection.statistics }, tables: StoreStatistics.tables(of: model.schema))
+        var counters = lock.withLock { connection.statistics }
+        for reader in readers?.statistics ?? [] {
+            counters.prepared.merge(reader.prepared, uniquingKeysWith: +)
+            counters.executed.merge(reader.executed, uniquingKeysWith: +)
+            counters.rowsRead.merge(reader.rowsRead, uniquingKeysWith: +)
+        }
+        return StoreStatistics(counters, tables: StoreStatistics.tables(of: model.schema))
     }
     /// Sets every counter of ``statistics`` back to zero.
-    public func resetStatistics() { lock.withLock { connection.resetStatistics() } }
-    /// Called with every statement's SQL as it starts.
-    public func setTrace(_ trace: (@Sendable (String) -> Void)?) { lock.withLock { connection.trace = trace } }
+    public func resetStatistics() {
+        lock.withLock { connection.resetStatistics() }
+        readers?.resetStatistics()
+    }
+    /// Called with every statement's SQL as it starts, on the writer and on every reader.
+    public func setTrace(_ trace: (@Sendable (String) -> Void)?) {
+        lock.withLock { connection.trace = trace }
+        readers?.setTrace(trace)
+    }
 
     /// Reads the store's metadata in one read transaction.
     public func metadata() throws -> StoreMetadata {
-        try withConnection { db in
+        try withReader { db in
             try db.transaction(.deferred) { try StoreCoordinator.readMetadata(db) }
         }
+    }
+
+    /// Runs a read on a reader connection (see ``ReaderPool``), or on the writer connection for
+    /// a store without readers; SQLite errors become ``StoreError``. The read never waits for a
+    /// commit in progress: it reads the last committed state.
+    func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
+        guard let readers else { return try withConnection(body) }
+        do { return try readers.withReader(body) } catch let error as SQLiteError { throw StoreError(error, path: readers.path) }
     }
 
     /// Runs SQL access under the coordinator's lock, turning SQLite errors into ``StoreError/sqlite(_:)``.

@@ -36,7 +36,7 @@ struct RowSubject: ConditionSubject {
 extension StoreCoordinator {
     /// Committed rows of `info` matching an SQL condition on its own columns.
     func rows(_ info: EntityInfo, where condition: String, _ arguments: [SQLiteValue]) throws -> [RowSubject] {
-        let rows: [(Int64, RowSnapshot)] = try withConnection { db in
+        let rows: [(Int64, RowSnapshot)] = try withReader { db in
             let statement = try db.cachedStatement(info.selectSQL + " WHERE " + condition)
             try statement.bind(arguments)
             var rows: [(Int64, RowSnapshot)] = []

@@ -1,0 +1,118 @@
+internal import Foundation
+internal import StrataSQLite
+
+/// Read-only connections to a WAL store, beside the coordinator's one writer connection: every
+/// read (fetch, count, fault, relationship fault, a results controller's fetch and its cache's
+/// validation) takes one, so that no read waits for a commit and a commit waits for no read.
+///
+/// Each read runs in its own read transaction (or autocommit statement) and ends it before the
+/// connection goes back, so the next read on it starts a new snapshot: a read that starts after
+/// a commit returned sees that commit (read-your-writes). A connection is used by one thread at
+/// a time: it is taken out of `idle` for the read and put back after.
+///
+/// Connections are opened on demand (the first is opened with the coordinator, warmed by one
+/// statement, so that a first fetch does not pay for opening and parsing the schema), kept up to
+/// `limit` idle ones.
+final class ReaderPool: Sendable {
+    let path: String
+    let configuration: Connection.Configuration
+    let limit: Int
+    /// Idle connections, and every connection opened (for statistics, the trace and close).
+    private let state = Locked(State())
+
+    // @unchecked because: a `Connection` is not thread-safe, and the pool is what makes its use
+    // safe: `idle` holds only connections no thread uses, `all` is read only under the lock for
+    // statistics, the trace and close, which touch no statement state (the statement counters
+    // are the Connection's own, updated by the thread that holds it and read here after it gave
+    // it back; see `statistics`).
+    private struct State: @unchecked Sendable {
+        var idle: [Connection] = []
+        var all: [Connection] = []
+        var inUse = 0
+        var trace: (@Sendable (String) -> Void)?
+        var closed = false
+    }
+
+    init(path: String, configuration: Connection.Configuration, limit: Int = 4) throws {
+        var configuration = configuration
+        configuration.readOnly = true
+        configuration.createIfMissing = false
+        configuration.setsJournalMode = false
+        self.path = path
+        self.configuration = configuration
+        self.limit = limit
+        let first = try open()
+        state.withLock { $0.idle.append(first); $0.all.append(first) }
+    }
+
+    private func open() throws -> Connection {
+        let connection = try Connection(path: path, configuration: configuration)
+        try StringMatching.register(on: connection)
+        // Warm: the schema is read now, not by the first fetch.
+        _ = try connection.pragma("schema_version")
+        connection.endReads()
+        return connection
+    }
+
+    /// Runs `body` with a reader no other thread uses.
+    func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
+        let taken: Connection? = state.withLock { state in
+            precondition(!state.closed, "StoreCoordinator used after close(): open a new coordinator.")
+            state.inUse += 1
+            return state.idle.popLast()
+        }
+        let connection: Connection
+        if let taken {
+            connection = taken
+        } else {
+            do {
+                connection = try open()
+            } catch {
+                state.withLock { $0.inUse -= 1 }
+                throw error
+            }
+            state.withLock { state in
+                connection.trace = state.trace
+                state.all.append(connection)
+            }
+        }
+        defer {
+            // No snapshot goes back with it: a statement left stepping (a count read by one step,
+            // a loop that threw) would keep its read transaction, and the next read on this
+            // connection would not see commits made since.
+            connection.endReads()
+            state.withLock { state in
+                state.inUse -= 1
+                if state.closed || state.idle.count >= limit {
+                    connection.close()
+                    state.all.removeAll { $0 === connection }
+                } else {
+                    state.idle.append(connection)
+                }
+            }
+        }
+        return try body(connection)
+    }
+
+    /// The readers' statement counters (idle readers only: a reader in use is mid-read, and
+    /// its counters are read when it is back).
+    var statistics: [StatementStatistics] { state.withLock { $0.idle.map(\.statistics) } }
+
+    func resetStatistics() { state.withLock { state in for connection in state.idle { connection.resetStatistics() } } }
+
+    func setTrace(_ trace: (@Sendable (String) -> Void)?) {
+        state.withLock { state in
+            state.trace = trace
+            for connection in state.idle { connection.trace = trace }
+        }
+    }
+
+    func close() {
+        state.withLock { state in
+            state.closed = true
+            for connection in state.idle { connection.close() }
+            state.all.removeAll { connection in state.idle.contains { $0 === connection } }
+            state.idle = []
+        }
+    }
+}
