@@ -26,9 +26,14 @@ public enum KillPoint {
         return (value, 1)
     }
 
+    /// Tests only: called with each point's full name as it is reached, on the thread that
+    /// reaches it (a test holds a commit open between its statements by blocking here).
+    static let observer = Locked<(@Sendable (String) -> Void)?>(nil)
+
     /// Ends the process if `name` is the armed point (and this is its nth hit).
     @inline(__always)
     static func hit(_ name: StaticString) {
+        if let observe = observer.withLock({ $0 }) { observe(name.description) }
         guard let armed else { return }
         fire(name.description, armed)
     }
@@ -36,6 +41,7 @@ public enum KillPoint {
     /// The same for a context's point: `"<context name>.<point>"`.
     @inline(__always)
     static func hit(_ point: StaticString, in context: String?) {
+        if let observe = observer.withLock({ $0 }) { observe("\(context ?? "context").\(point)") }
         guard let armed else { return }
         fire("\(context ?? "context").\(point)", armed)
     }
