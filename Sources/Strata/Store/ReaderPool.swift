@@ -10,9 +10,9 @@ internal import StrataSQLite
 /// a commit returned sees that commit (read-your-writes). A connection is used by one thread at
 /// a time: it is taken out of `idle` for the read and put back after.
 ///
-/// Connections are opened on demand (the first is opened with the coordinator, warmed by one
-/// statement, so that a first fetch does not pay for opening and parsing the schema), kept up to
-/// `limit` idle ones.
+/// Connections are opened on demand, by the first read that finds none idle (opening one and
+/// reading the schema costs about half a million instructions: a coordinator that only commits,
+/// such as a migration's, opens none), and up to `limit` idle ones are kept.
 final class ReaderPool: Sendable {
     let path: String
     let configuration: Connection.Configuration
@@ -33,7 +33,7 @@ final class ReaderPool: Sendable {
         var closed = false
     }
 
-    init(path: String, configuration: Connection.Configuration, limit: Int = 4) throws {
+    init(path: String, configuration: Connection.Configuration, limit: Int = 4) {
         var configuration = configuration
         configuration.readOnly = true
         configuration.createIfMissing = false
@@ -41,8 +41,6 @@ final class ReaderPool: Sendable {
         self.path = path
         self.configuration = configuration
         self.limit = limit
-        let first = try open()
-        state.withLock { $0.idle.append(first); $0.all.append(first) }
     }
 
     private func open() throws -> Connection {
@@ -51,6 +49,8 @@ final class ReaderPool: Sendable {
         // Warm: the schema is read now, not by the first fetch.
         _ = try connection.pragma("schema_version")
         connection.endReads()
+        // Opening is the pool's work, not the read's: the counters start at the first read.
+        connection.resetStatistics()
         return connection
     }
 

@@ -95,11 +95,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         } catch let error as SQLiteError {
             throw StoreError(error, path: path)
         }
-        do {
-            readers = options.journalMode == .wal ? try ReaderPool(path: path, configuration: connection.configuration) : nil
-        } catch let error as SQLiteError {
-            throw StoreError(error, path: path)
-        }
+        readers = options.journalMode == .wal ? ReaderPool(path: path, configuration: connection.configuration) : nil
         try noteStoreState()
     }
 
