@@ -147,7 +147,9 @@ import Strata
     }
 
     /// Issue 39, situation 3: main deletes a region (unsaved); meanwhile another context saves a
-    /// journey pointing at it; main's save nullifies that journey's key in the commit.
+    /// journey pointing at it; main's save is refused, naming both rows, and writes nothing (0.1.0
+    /// committed it and left the journey's key to a gone row). Deleting again once main has heard
+    /// of the journey applies the rule to it too.
     @Test(arguments: ["background save", "batch insert"])
     func aDeleteReachesRowsSavedElsewhereAfterIt(route: String) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("strata-gone-\(UUID().uuidString)")
@@ -182,7 +184,19 @@ import Strata
         }
         container.writerContext.performAndWait {}
         main.performAndWait {}
-        try main.performAndWait { try main.saveToStore() }
+        let generation = try container.coordinator.metadata().generation
+        let error = try main.performAndWait {
+            try #require(throws: MergeConflictError.self) { try main.saveToStore() }
+        }
+        #expect(error.conflicts.contains { $0.objectID == northID && { if case .referenced = $0.theirs { true } else { false } }($0) },
+                "\(error)")
+        #expect(try container.coordinator.metadata().generation == generation, "a refused save writes nothing")
+        // The way out: main now knows x; deleting north again nullifies x.region.
+        try main.performAndWait {
+            main.rollback()
+            try main.delete(try main.existingObject(with: northID))
+            try main.saveToStore()
+        }
         container.writerContext.performAndWait {}
         main.performAndWait {}
         try Self.checkAgainstFoundation(controller, main)

@@ -157,8 +157,8 @@ extension ManagedObjectContext {
     /// the same objects all read as `nil`.
     ///
     /// Objects without pending changes become faults instead: the level above decides what they
-    /// read (the commit's delete rule cleared the key: see ``DeletedRowReferences``; a parent
-    /// context let go of it in its own merge; under no action, the key stays). Returns the
+    /// read (the deleting save cleared the key, or was refused: see ``DeletedRowReferences``; a
+    /// parent context let go of it in its own merge; under no action, the key stays). Returns the
     /// objects changed, which observers hear of as refreshed. Runs over the registered objects
     /// only when `gone` names an entity some relationship leads to.
     @discardableResult

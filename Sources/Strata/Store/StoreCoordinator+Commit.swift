@@ -301,18 +301,17 @@ struct CommitOutcome {
 
 /// The rows that still name a row a commit deletes, saved elsewhere after the deleting context
 /// applied the delete rules to the objects it knew (a batch insert, a sibling's or another
-/// process's save): the context's rules could not reach them, so the commit applies the rule of
-/// the deleted side to them in SQL, in the same transaction, and checks rather than trusts:
-///
-/// - **nullify** (and a to-one with no inverse): the key is cleared (`NULL`, the row's version
-///   bumped), and every context hears of the rows as changed elsewhere;
-/// - **deny**, **cascade** (whose own rules need the objects) and a nullify that would empty a
-///   **required** to-one: the save is refused with a ``MergeConflict`` that names both rows
-///   (``MergeConflict/Value/referenced(by:)``); refresh, then delete again;
-/// - **no action** leaves the keys, as documented for that rule.
+/// process's save): the context's rules could not reach them, and a commit never leaves a key to
+/// a row that is gone, so the commit checks rather than trusts. Under every rule but no action
+/// (nullify, cascade, deny, and a to-one with no inverse) the save is refused with a
+/// ``MergeConflict`` that names the deleted object and, as
+/// ``MergeConflict/Value/referenced(by:)``, each row naming it: once the context has merged the
+/// other save, deleting again applies the rule to those rows too. No action leaves the keys, as
+/// documented for that rule.
 ///
 /// A commit without deletes runs nothing here; one with deletes runs one `SELECT` per to-one
-/// that can name a deleted row's entity.
+/// that can name a deleted row's entity. (Clearing the keys in SQL instead was tried: the rows it
+/// changed reached the lists as a second change set of the same commit.)
 enum DeletedRowReferences {
     static func resolve(_ db: Connection, schema: Schema, deleted: [(EntityInfo, Int64)])
         throws -> (conflicts: [MergeConflict], nullified: [String: [Int64]]) {
@@ -324,8 +323,8 @@ enum DeletedRowReferences {
             infos[info.name] = info
         }
         var conflicts: [MergeConflict] = []
-        var nullified: [String: [Int64]] = [:]
-        let pk = quoted(primaryKeyColumn), version = quoted(versionColumn)
+        let nullified: [String: [Int64]] = [:]
+        let pk = quoted(primaryKeyColumn)
         for (name, keys) in keysByEntity.sorted(by: { $0.key < $1.key }) {
             guard let target = infos[name] else { continue }
             let json = SQLiteValue.text(StoreCoordinator.jsonKeys(keys))
@@ -340,12 +339,6 @@ enum DeletedRowReferences {
                     let inverse = toOne.inverse.flatMap { target.entity.relationship(named: $0) }
                     let rule = inverse?.deleteRule ?? .nullify
                     if rule == .noAction { continue }
-                    if rule == .nullify, toOne.isOptional {
-                        try db.prepare("UPDATE \(source.table) SET \(column) = NULL, \(version) = \(version) + 1 WHERE \(column) IN (SELECT value FROM json_each(?))")
-                            .execute(json)
-                        nullified[source.name, default: []] += found.map(\.0)
-                        continue
-                    }
                     for (key, destination) in found {
                         let referrer = ObjectID(entity: source.internedName, primaryKey: key)
                         let deletedID = ObjectID(entity: target.internedName, primaryKey: destination)
