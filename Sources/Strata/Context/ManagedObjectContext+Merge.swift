@@ -137,6 +137,8 @@ extension ManagedObjectContext {
         }
         // The store decides (an ancestor may not have heard of the commit yet: contexts hear of
         // it each on its own queue); a row an ancestor inserts is not in the store yet.
+        // A read that fails finds nothing gone: the objects keep their to-ones, and a read of a
+        // gone destination then stops (or throws from load()) rather than serve a value.
         guard !wanted.isEmpty, let found = try? coordinator.rows(for: Array(wanted)) else { return [] }
         return wanted.filter { found[$0] == nil && !ancestorInserted($0) }
     }

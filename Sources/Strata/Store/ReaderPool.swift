@@ -17,18 +17,14 @@ final class ReaderPool: Sendable {
     let path: String
     let configuration: Connection.Configuration
     let limit: Int
-    /// Idle connections, and every connection opened (for statistics, the trace and close).
+    /// The idle connections, the trace new ones take, and whether the pool was closed.
     private let state = Locked(State())
 
-    // @unchecked because: a `Connection` is not thread-safe, and the pool is what makes its use
-    // safe: `idle` holds only connections no thread uses, `all` is read only under the lock for
-    // statistics, the trace and close, which touch no statement state (the statement counters
-    // are the Connection's own, updated by the thread that holds it and read here after it gave
-    // it back; see `statistics`).
+    // A `Connection` is not thread-safe; `idle` holds only connections no thread uses, and the
+    // counters and trace of those are read and set only under the lock: @unchecked because the
+    // pool, not the type, makes each connection's use exclusive.
     private struct State: @unchecked Sendable {
         var idle: [Connection] = []
-        var all: [Connection] = []
-        var inUse = 0
         var trace: (@Sendable (String) -> Void)?
         var closed = false
     }
@@ -58,23 +54,14 @@ final class ReaderPool: Sendable {
     func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
         let taken: Connection? = state.withLock { state in
             precondition(!state.closed, "StoreCoordinator used after close(): open a new coordinator.")
-            state.inUse += 1
             return state.idle.popLast()
         }
         let connection: Connection
         if let taken {
             connection = taken
         } else {
-            do {
-                connection = try open()
-            } catch {
-                state.withLock { $0.inUse -= 1 }
-                throw error
-            }
-            state.withLock { state in
-                connection.trace = state.trace
-                state.all.append(connection)
-            }
+            connection = try open()
+            connection.trace = state.withLock { $0.trace }
         }
         defer {
             // No snapshot goes back with it: a statement left stepping (a count read by one step,
@@ -82,10 +69,8 @@ final class ReaderPool: Sendable {
             // connection would not see commits made since.
             connection.endReads()
             state.withLock { state in
-                state.inUse -= 1
                 if state.closed || state.idle.count >= limit {
                     connection.close()
-                    state.all.removeAll { $0 === connection }
                 } else {
                     state.idle.append(connection)
                 }
@@ -111,7 +96,6 @@ final class ReaderPool: Sendable {
         state.withLock { state in
             state.closed = true
             for connection in state.idle { connection.close() }
-            state.all.removeAll { connection in state.idle.contains { $0 === connection } }
             state.idle = []
         }
     }
