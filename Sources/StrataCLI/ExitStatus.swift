@@ -26,6 +26,9 @@ enum ExitStatus: Int32 {
     case ioError = 74
     /// EX_TEMPFAIL: the store is locked by another connection; try again later.
     case temporaryFailure = 75
+    /// EX_NOPERM: the store is intact but can't be read or changed here without write access
+    /// (a read-only mount, a file or folder without write permission); the message says why.
+    case noPermission = 77
 }
 
 /// A failure a command reports itself: one line on standard error and an exit status.
@@ -50,16 +53,19 @@ extension ExitStatus {
         case let error as InspectionError:
             switch error {
             case .noSuchFile, .isADirectory, .unknownCache, .notACacheFile: self = .noInput
-            case .unreadable, .hotJournal, .purgeIncomplete: self = .ioError
+            case .unreadable, .hotJournal: self = .ioError
+            case .purgeIncomplete(_, _, _, let cacheError): self = ExitStatus(for: cacheError) == .noPermission ? .noPermission : .ioError
             case .notADatabase, .notAStrataStore, .unsupportedFormat, .corrupt, .corruptPage, .sqlite: self = .dataError
             case .locked: self = .temporaryFailure
+            case .readOnly: self = .noPermission
             case .cache(let cacheError): self = ExitStatus(for: cacheError)
             }
         case let error as SectionCacheError:
             switch error {
             case .invalidName: self = .usage
             case .noSuchCache, .notADirectory, .directoryIsSymlink, .notAFile: self = .noInput
-            case .io: self = .ioError
+            // No write access (a read-only mount, a folder of another user): its own status.
+            case .io(let error): self = [EROFS, EACCES, EPERM].contains(error.code) ? .noPermission : .ioError
             }
         case let error as StoreError:
             switch error {
@@ -67,6 +73,8 @@ extension ExitStatus {
             case .uriOfAnotherStore, .malformedURI, .pageChecksumsDiffer: self = .usage
             case .sqlite: self = .ioError
             case .closed: self = .software
+            case .readOnly: self = .noPermission
+            case .busy: self = .temporaryFailure
             }
         default:
             self = .software

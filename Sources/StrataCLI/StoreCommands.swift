@@ -111,9 +111,11 @@ struct StoreCheckCommand: ParsableCommand {
                 : "none (a store made without them; StoreCoordinator.addPageChecksums(toStoreAt:) adds them)"])
             fields.append(["integrity_check", report.integrity.isEmpty ? "ok" : report.integrity.prefix(5).joined(separator: "; ")])
             fields.append(["invariants", report.invariants.isEmpty ? "ok" : report.invariants.joined(separator: "; ")])
-            fields.append(["result", report.isClean ? "clean" : "CORRUPT"])
+            fields.append(["result", report.isCorrupt ? "CORRUPT" : report.notChecked.map { "NOT CHECKED: \($0)" } ?? "clean"])
             fields.print(header: false)
         }
-        if !report.isClean { throw ExitCode(ExitStatus.dataError.rawValue) }
+        if report.isCorrupt { throw ExitCode(ExitStatus.dataError.rawValue) }
+        // A store that could not be read is not called corrupt: the reason's own status.
+        if let error = report.notCheckedError { throw ExitCode(ExitStatus(for: error).rawValue) }
     }
 }

@@ -10,7 +10,8 @@ struct StrataCommand: ParsableCommand {
         discussion: """
             Every command is a thin shell over a library call an app can make too (StoreInspector). \
             Exit statuses: 0 ok, 1 verify found an invalid cache, 64 usage, 65 data error, \
-            66 no input, 70 internal error, 74 I/O error, 75 store locked (try again).
+            66 no input, 70 internal error, 74 I/O error, 75 store locked (try again), \
+            77 the store can't be read or changed here without write access.
 
             Example:
               strata demo --path /tmp/goods.sqlite

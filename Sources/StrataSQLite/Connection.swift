@@ -50,6 +50,11 @@ public final class Connection {
         /// Whether file names may be `file:` URIs (`SQLITE_OPEN_URI`), for this connection's
         /// path and for the files `ATTACH` and `VACUUM INTO` name. Off by default.
         public var uriFilenames = false
+        /// Open with SQLite's `immutable=1`: no locks, no `-wal`/`-shm`, no check for changes made
+        /// by others, for a file that nobody can change while it is open (on a read-only mount).
+        /// Implies ``readOnly``. Set by ``Connection/openReadOnly(pathBytes:displayPath:configuration:)``
+        /// when an ordinary read-only open is refused for want of write access.
+        public var immutable = false
 
         public init() {}
     }
@@ -79,8 +84,8 @@ public final class Connection {
         self.path = path
         self.configuration = configuration
         var flags = SQLITE_OPEN_NOMUTEX
-        if configuration.uriFilenames { flags |= SQLITE_OPEN_URI }
-        if configuration.readOnly {
+        if configuration.uriFilenames || configuration.immutable { flags |= SQLITE_OPEN_URI }
+        if configuration.readOnly || configuration.immutable {
             flags |= SQLITE_OPEN_READONLY
         } else {
             flags |= SQLITE_OPEN_READWRITE
@@ -91,7 +96,8 @@ public final class Connection {
             throw SQLiteError(code: ResultCode(rawValue: registered), message: "cannot register Strata's checksum VFS")
         }
         var db: OpaquePointer?
-        let code = (pathBytes + [0]).withUnsafeBufferPointer { bytes in
+        let name = configuration.immutable ? Connection.immutableURI(pathBytes) : pathBytes
+        let code = (name + [0]).withUnsafeBufferPointer { bytes in
             bytes.withMemoryRebound(to: CChar.self) { sqlite3_open_v2($0.baseAddress, &db, flags, STRATA_VFS_NAME) }
         }
         guard code == SQLITE_OK, let db else {
@@ -105,10 +111,10 @@ public final class Connection {
             + configuration.busyTimeout.components.attoseconds / 1_000_000_000_000_000
         sqlite3_busy_timeout(db, Int32(clamping: milliseconds))
         do {
-            if configuration.pageChecksums && !configuration.readOnly && path != ":memory:" {
+            if configuration.pageChecksums && !configuration.readOnly && !configuration.immutable && path != ":memory:" {
                 try reservePageChecksumsIfNew()
             }
-            if !configuration.readOnly && configuration.setsJournalMode && path != ":memory:" {
+            if !configuration.readOnly && !configuration.immutable && configuration.setsJournalMode && path != ":memory:" {
                 _ = try pragma("journal_mode", set: configuration.journalMode.rawValue)
             }
             try execute("PRAGMA synchronous=\(configuration.synchronous.rawValue)")

@@ -219,7 +219,7 @@ import StrataTestSupport
     /// Issue 17: an `unlink` that fails after every target passed its check (here: a sticky
     /// folder, and `m` belongs to root while the command runs as uid 65534). The output says
     /// exactly which caches were removed and which were not, as text and as JSON, with one line on
-    /// standard error and exit 74.
+    /// standard error and exit 77 (EX_NOPERM: the removal was refused for want of permission).
     @Test(.enabled(if: CLI.isRoot && CLI.canDropPrivileges, "needs root (chown) and setpriv with CAP_SETUID"))
     func purgeThatFailsMidwaySaysWhatWasRemovedAndWhatWasNot() throws {
         // A rollback-journal store: uid 65534 may not write the store's folder, and a read-only
@@ -240,7 +240,7 @@ import StrataTestSupport
         let line = "strata cache purge: could not remove cache \"m\": \(reason); removed 1 of 3 (a), not removed: m, z"
 
         let text = try CLI.run(["cache", "purge", fixture.path, "--stale"], asNobody: true)
-        #expect(text.status == 74, "\(text)")
+        #expect(text.status == 77, "EX_NOPERM: the removal was refused (EPERM)\n\(text)")
         #expect(text.output.lines == ["removed a", "not removed m", "not removed z", "",
                                       "1 of 3 caches removed from \(folder); failed at m: \(reason)"])
         #expect(text.errorLines == [line])
@@ -248,7 +248,7 @@ import StrataTestSupport
 
         try junk("a", owner: 65534)
         let json = try CLI.run(["cache", "purge", fixture.path, "--stale", "--json"], asNobody: true)
-        #expect(json.status == 74, "\(json)")
+        #expect(json.status == 77, "\(json)")
         let output = try json.jsonObject()
         #expect(Set(output.keys) == ["dryRun", "directory", "removed", "notRemoved", "error"])
         #expect(output["dryRun"] as? Bool == false)

@@ -27,7 +27,8 @@ import StrataTestSupport
         let result = try CLI.run(["--help"])
         let text = result.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         #expect(text.contains("Exit statuses: 0 ok, 1 verify found an invalid cache, 64 usage, 65 data error, 66 no input, "
-                              + "70 internal error, 74 I/O error, 75 store locked (try again)."), "\(result.output)")
+                              + "70 internal error, 74 I/O error, 75 store locked (try again), 77 the store can't be read or changed here "
+                              + "without write access."), "\(result.output)")
     }
 
     /// What `.ci/run` does after the tests: the demo, then every cache command on its store.

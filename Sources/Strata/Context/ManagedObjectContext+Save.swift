@@ -26,6 +26,8 @@ extension ManagedObjectContext {
         processPendingChanges()
         leaveGoneObjectsWithNothingToSave()
         guard hasChanges else { return nil }
+        // A read-only store: refused here, on every level, before anything moves.
+        try coordinator.refuseWriteIfReadOnly("a save")
         KillPoint.hit("save.begin", in: name)
         post(.willSave)
         try validateForSave()
@@ -73,6 +75,7 @@ extension ManagedObjectContext {
         leaveGoneObjectsWithNothingToSave()
         var own: Checkpoint?
         var pushed: (checkpoint: Checkpoint, rows: RowChanges)?
+        if hasChanges { try coordinator.refuseWriteIfReadOnly("a save") }
         if hasChanges {
             post(.willSave)
             try validateForSave()

@@ -18,8 +18,21 @@ public struct StoreCheckReport: Codable, Sendable, Equatable {
     /// Broken Strata invariants: the meta row, entity generations ≤ the store's, keys below
     /// their entity's sequence, join rows that name live objects.
     public var invariants: [String]
+    /// Why SQLite's check and the invariants could not run when that is not the store's fault
+    /// (a store on a read-only mount with a `-wal` left, locked, unreadable): `nil` when they ran.
+    /// The page scan still ran; such a store is neither clean nor corrupt.
+    public var notChecked: String? = nil
+    /// The error behind ``notChecked`` (not encoded).
+    public var notCheckedError: InspectionError? = nil
 
-    public var isClean: Bool { badPageCount == 0 && integrity.isEmpty && invariants.isEmpty }
+    /// No bad page, no finding, and everything was checked.
+    public var isClean: Bool { !isCorrupt && notChecked == nil }
+    /// A bad page or a finding: the store's bytes or rows are wrong.
+    public var isCorrupt: Bool { badPageCount > 0 || !integrity.isEmpty || !invariants.isEmpty }
+
+    enum CodingKeys: String, CodingKey {
+        case path, checksummed, pageSize, pages, badPages, badPageCount, integrity, invariants, notChecked
+    }
 }
 
 extension StoreInspector {
@@ -39,15 +52,30 @@ extension StoreInspector {
             }
             report.integrity = findings
         } catch {
+            guard !Self.isAccessProblem(error, into: &report) else { return report }
             report.integrity = ["integrity_check could not finish: \(error)"]
         }
         do {
             let model = try model()
             report.invariants = try read { try Self.invariantProblems(db: $0, schema: model.schema) }
         } catch {
+            guard !Self.isAccessProblem(error, into: &report) else { return report }
             report.invariants = ["Strata's invariants could not be checked: \(error)"]
         }
         return report
+    }
+
+    /// Whether `error` says the store could not be opened or read for reasons of access (not
+    /// of its bytes): then it is the report's ``StoreCheckReport/notChecked``.
+    private static func isAccessProblem(_ error: InspectionError, into report: inout StoreCheckReport) -> Bool {
+        switch error {
+        case .readOnly, .locked, .unreadable, .hotJournal:
+            report.notChecked = error.description
+            report.notCheckedError = error
+            return true
+        default:
+            return false
+        }
     }
 
     /// Reads the database file page by page and verifies each checksum. A page that fails is

@@ -15,6 +15,11 @@ public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible
     /// A crash left a journal that a read-only connection may not roll back (recovered
     /// automatically by the inspector's reads; seen only if that recovery failed).
     case hotJournal(path: String)
+    /// The store is intact as far as anyone can tell, but can't be read without a write this
+    /// process may not make here (a read-only mount, a file or folder without write permission):
+    /// a `-wal` with commits not yet in the file, a crash's journal. `reason` says what and how to
+    /// read it. Not corruption.
+    case readOnly(path: String, reason: String)
     /// SQLite found the store's file malformed (`SQLITE_CORRUPT`) while reading it.
     case corrupt(path: String, message: String)
     /// A page read failed its checksum (nothing of it was read).
@@ -39,6 +44,7 @@ public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible
         case .locked(let path): "store \(path) is locked by another connection; try again when it is idle"
         case .unknownCache(let name): "no cache named \(name.debugDescription)"
         case .hotJournal(let path): "store \(path) has a journal left by a crash that could not be rolled back"
+        case let .readOnly(path, reason): "cannot read \(path) without write access: \(reason)"
         case let .corrupt(path, message): "store is corrupt: \(path): \(message)"
         case let .corruptPage(path, page): "store is corrupt: \(path): page \(page) fails its checksum"
         case let .notACacheFile(name, path): "cache \(name.debugDescription) is not a regular file (\(path)); nothing was removed"
@@ -135,9 +141,18 @@ public struct StoreInspector: Sendable {
                 db = cleaning
             } else {
                 var configuration = Connection.Configuration()
-                configuration.readOnly = true
                 configuration.busyTimeout = .milliseconds(500)
-                db = try Connection(pathBytes: self.path.bytes, displayPath: path, configuration: configuration)
+                do {
+                    db = try Connection.openReadOnly(pathBytes: self.path.bytes, displayPath: path, configuration: configuration)
+                } catch let error as ReadOnlyAccessError {
+                    // Where the file and its folder can be written, a crash's journal is rolled
+                    // back (`read`); elsewhere nothing can be, and that is said as it is.
+                    if self.path.withCString({ access($0, W_OK) }) == 0,
+                       self.path.absolute.parent.withCString({ access($0, W_OK) }) == 0 {
+                        throw InspectionError.hotJournal(path: path)
+                    }
+                    throw InspectionError.readOnly(path: path, reason: error.reason)
+                }
             }
             defer { db.close() }
             try StringMatching.register(on: db)
@@ -185,6 +200,16 @@ public struct StoreInspector: Sendable {
     /// When `-wal` or `-shm` exists (an app has the store open, or left them), when the header
     /// says rollback journal, or when we may not write the file or its folder, the read-only
     /// connection is used: it creates nothing in the first two cases, and can't in the last.
+    /// Whether the file's header says WAL (file format write and read versions 2, at bytes 18 and 19).
+    static func headerSaysWAL(_ path: FileSystemPath) -> Bool {
+        var header = [UInt8](repeating: 0, count: 20)
+        let fd = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { return false }
+        defer { _ = Foundation.close(fd) }
+        let count = header.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, 20) }
+        return count == 20 && header[18] == 2 && header[19] == 2
+    }
+
     private func openToCleanUp() throws -> Connection? {
         var header = [UInt8](repeating: 0, count: 20)
         let fd = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
@@ -251,6 +276,11 @@ public struct StoreInspector: Sendable {
             let metadata = try StoreCoordinator.readMetadata(db)
             var journal = "unknown"
             try db.prepare("PRAGMA journal_mode").forEachRow { journal = $0.string(at: 0) }
+            // An immutable connection (a WAL store read where nothing can be written) reports
+            // "delete", not the file's mode: the header's read and write versions say (2: WAL).
+            if db.configuration.immutable {
+                journal = Self.headerSaysWAL(self.path) ? "wal" : journal
+            }
             var rows: [String: Int64] = [:]
             for name in metadata.entityGenerations.keys {
                 try db.prepare("SELECT count(*) FROM \(quoted(name))").forEachRow { rows[name] = $0.int64(at: 0) }

@@ -44,15 +44,15 @@ extension StoreCoordinator {
             defer { prepared = true }
             return !prepared
         }
-        if first { sectionCaches.removeTemporaryFiles() }
+        if first && !isReadOnly { sectionCaches.removeTemporaryFiles() }
         return sectionCaches
     }
 
     /// Builds and writes a cache file on the cache queue, after the writes scheduled before it.
     /// A write that fails or is refused (a symlinked folder, say) is logged as a warning: the
-    /// next fetch rebuilds the cache.
+    /// next fetch rebuilds the cache. A read-only store's caches are read, never written.
     func scheduleCacheWrite(named name: String, _ build: @escaping @Sendable () -> SectionCacheFile) {
-        guard let sectionCaches else { return }
+        guard let sectionCaches, !isReadOnly else { return }
         registerCacheQueue()
         cacheQueue.async {
             do {

@@ -15,6 +15,7 @@ extension StoreCoordinator {
     ///   Nothing is written when it throws.
     @discardableResult
     public func execute<Result>(_ request: BatchInsertRequest<Result>) throws -> BatchResult {
+        try refuseWriteIfReadOnly("a batch request")
         guard let info = model.schema.infos[request.entityName] else { throw ObjectError.unknownEntity(request.entityName) }
         let count = Int64(request.count)
         guard count > 0 else { return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: []) }
@@ -101,6 +102,7 @@ extension StoreCoordinator {
     ///   is written when it throws.
     @discardableResult
     public func execute<Result>(_ request: BatchUpdateRequest<Result>) throws -> BatchResult {
+        try refuseWriteIfReadOnly("a batch request")
         let plan = try FetchPlan(request.fetchRequest.untyped, schema: model.schema)
         let info = plan.info
         var template = RowSnapshot(defaultsOf: info)
@@ -200,6 +202,7 @@ extension StoreCoordinator {
     ///   ``ObjectError``. Nothing is written when it throws.
     @discardableResult
     public func execute<Result>(_ request: BatchDeleteRequest<Result>) throws -> BatchResult {
+        try refuseWriteIfReadOnly("a batch request")
         guard let info = model.schema.infos[request.entityName] else { throw ObjectError.unknownEntity(request.entityName) }
         let plan: FetchPlan?
         switch request.selection {

@@ -19,6 +19,7 @@ extension StoreCoordinator {
     /// transaction are named after it (`writer.transaction.begun`).
     func commit(_ changes: StoreChanges, policy: MergePolicy, origin: String?) throws -> CommitOutcome {
         precondition(!changes.isEmpty, "commit called with nothing to write")
+        try refuseWriteIfReadOnly("a save")
         let outcome: CommitOutcome = try withConnection { db in
             let outcome = try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: origin)

@@ -40,7 +40,7 @@ extension StoreCoordinator {
             db = try Connection(path: path, configuration: checking)
         } catch let error as SQLiteError {
             if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path) }
-            throw StoreError(error, path: path)
+            throw storeError(error, openingForWritesAt: path)
         }
         do {
             try db.setCheckpointOnClose(false)
@@ -74,7 +74,7 @@ extension StoreCoordinator {
             db.close()
             if let error = error as? SQLiteError {
                 if .SQLITE_NOTADB ~= error.code { throw StoreError.notADatabase(path: path) }
-                throw StoreError(error, path: path)
+                throw storeError(error, openingForWritesAt: path)
             }
             throw error
         }

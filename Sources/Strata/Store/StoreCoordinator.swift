@@ -5,8 +5,10 @@ internal import StrataSQLite
 /// Strata that reads or writes it.
 ///
 /// Opening checks that the file is a Strata store made by the same model (by version hash) before
-/// anything writes to it; a new or empty file gets the schema and `strata_meta`. All access to the
-/// connection is serialised by a lock, so contexts on different queues may share one coordinator.
+/// anything writes to it; a new or empty file gets the schema and `strata_meta`. Commits go through
+/// one writer connection, serialised by a lock; reads go through a pool of read-only connections
+/// (a WAL store on a file) and never wait for a commit, so contexts on different queues may share
+/// one coordinator. With ``StoreOptions/readOnly`` there is no writer: see <doc:ReadOnlyStores>.
 ///
 /// ```swift
 /// let coordinator = try StoreCoordinator(model: model, url: URL(filePath: "/tmp/goods.sqlite"))
@@ -23,6 +25,9 @@ public final class StoreCoordinator: @unchecked Sendable {
     public let model: Model
     /// The store file, or `nil` for an in-memory store.
     public let url: URL?
+    /// Whether the store was opened with ``StoreOptions/readOnly``: every read works, and every
+    /// save, batch request and replacement throws ``StoreError/readOnly(path:reason:)``.
+    public let isReadOnly: Bool
     /// Random at creation; a new one when the store is replaced (``replaceStore(withContentsOf:)``).
     public var storeUUID: UUID { lock.withLock { uuid } }
     private var uuid: UUID
@@ -72,6 +77,14 @@ public final class StoreCoordinator: @unchecked Sendable {
         configuration.cacheSizeKiB = options.cacheSizeKiB
         configuration.publicStatementArguments = options.publicStatementArguments
         configuration.pageChecksums = options.pageChecksums
+        isReadOnly = options.readOnly
+        if options.readOnly {
+            (connection, uuid) = try StoreCoordinator.openReadOnly(path: path, model: model, options: options, configuration: configuration)
+            refreshModelJSON = false
+            readers = ReaderPool(path: path, configuration: connection.configuration)
+            try noteStoreState()
+            return
+        }
         // An existing file is opened once, and checked (perhaps migrated) on the connection kept:
         // `opened` is that connection, unless a mapping model rebuilt the file beside it.
         let existing: ExistingStore?, opened: Connection?
@@ -93,7 +106,7 @@ public final class StoreCoordinator: @unchecked Sendable {
                 try StoreCoordinator.create(connection, model: model, uuid: uuid)
             }
         } catch let error as SQLiteError {
-            throw StoreError(error, path: path)
+            throw StoreCoordinator.storeError(error, openingForWritesAt: path)
         }
         readers = options.journalMode == .wal ? ReaderPool(path: path, configuration: connection.configuration) : nil
         try noteStoreState()
@@ -103,6 +116,7 @@ public final class StoreCoordinator: @unchecked Sendable {
     public init(inMemoryWith model: Model, options: StoreOptions = StoreOptions()) throws {
         self.model = model
         url = nil
+        isReadOnly = false
         sectionCaches = nil
         incrementalCacheRefresh = options.incrementalCacheRefresh
         uuid = UUID()
@@ -194,6 +208,7 @@ public final class StoreCoordinator: @unchecked Sendable {
     ///   ``StoreError/pageChecksumsDiffer(path:source:storeHasChecksums:)`` (a backup made with the
     ///   other ``StoreOptions/pageChecksums`` setting). When it throws, this store is unchanged.
     public func replaceStore(withContentsOf source: URL) throws {
+        try refuseWriteIfReadOnly("a replacement")
         guard try StoreCoordinator.probe(path: source.path, model: model) != nil else {
             throw StoreError.notAStrataStore(path: source.path)
         }
@@ -334,7 +349,11 @@ public final class StoreCoordinator: @unchecked Sendable {
     func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
         try lock.withLock {
             precondition(!connection.isClosed, "StoreCoordinator used after close(): open a new coordinator.")
-            do { return try body(connection) } catch let error as SQLiteError { throw StoreError(error, path: connection.path) }
+            do {
+                return try body(connection)
+            } catch let error as SQLiteError {
+                throw StoreError(error, path: connection.path, busyTimeout: connection.configuration.busyTimeout)
+            }
         }
     }
 
@@ -375,18 +394,21 @@ public final class StoreCoordinator: @unchecked Sendable {
             }
             let block = min(range.block * 2, 65_536)
             let entity = info.name
-            let first: Int64 = try db.transaction(.immediate) {
+            // A read-only store: keys for objects that can never be saved, past every stored
+            // one, reserved in memory only (an insert works; its save is refused).
+            let first: Int64 = try db.transaction(isReadOnly ? .deferred : .immediate) {
                 let select = try db.cachedStatement(
                     "SELECT max(next_pk, coalesce((SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)), 0) + 1) FROM strata_entity WHERE name = ?")
                 try select.bind(entity, at: 1)
                 guard try select.step() else { throw ObjectError.unknownEntity(entity) }
                 let first = select.int64(at: 0)
                 select.reset()
+                if isReadOnly { return first }
                 let update = try db.cachedStatement("UPDATE strata_entity SET next_pk = ? WHERE name = ?")
                 try update.execute(.integer(first + block), .text(entity))
                 return first
             }
-            reservedKeys[info.ordinal] = (first + 1, first + block, block)
+            reservedKeys[info.ordinal] = (first + 1, isReadOnly ? Int64.max : first + block, block)
             return first
         }
     }

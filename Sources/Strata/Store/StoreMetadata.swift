@@ -59,6 +59,13 @@ public struct StoreOptions: Sendable {
     /// An existing store keeps what it has; ``StoreCoordinator/addPageChecksums(toStoreAt:)``
     /// adds them to one made without.
     public var pageChecksums = true
+    /// Open the store for reading only (Core Data's `NSReadOnlyPersistentStoreOption`): no writer
+    /// connection, nothing created or written, not even a `-wal` where the store's folder can't
+    /// be written (the file is then read `immutable`); fetches, faults and results controllers
+    /// work as usual, and a context's `save()` with changes throws
+    /// ``StoreError/readOnly(path:reason:)``, as do batch requests. The store must exist and be
+    /// of this model (a migration writes, so it is refused). See <doc:ReadOnlyStores>.
+    public var readOnly = false
     public init() {}
 }
 

@@ -28,11 +28,29 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
     /// read a fault's row on request (``ManagedObject/load()``, ``ManagedObjectContext/fulfill(_:)``);
     /// every other use of a closed coordinator is a precondition failure.
     case closed(path: String)
+    /// The store can be read but not written: it was opened with ``StoreOptions/readOnly`` (and
+    /// a save, a batch request, a migration or a replacement was asked of it), or it lies where
+    /// this process may not write (a read-only mount, a file or folder without write permission)
+    /// and was opened without it, or it needs a write before it can be read (a `-wal` with
+    /// commits left on a read-only mount, a migration). `reason` says which, and what to do.
+    /// Nothing was written; a refused save leaves the context as it was.
+    case readOnly(path: String, reason: String)
+    /// Another connection (another coordinator, another process) held the store's write lock for
+    /// longer than ``StoreOptions/busyTimeout``: the commit was not made, and the context that
+    /// saved is as it was (save again later). Reads never wait for it (WAL readers).
+    case busy(path: String, timeout: Duration)
 
     /// The store error for an SQLite error on the store at `path`: a failed page checksum
-    /// becomes ``corruptPage(path:page:)``, anything else ``sqlite(_:)``.
-    public init(_ error: SQLiteError, path: String) {
-        if let page = error.corruptPage { self = .corruptPage(path: path, page: page) } else { self = .sqlite(error) }
+    /// becomes ``corruptPage(path:page:)``, a lock held past the busy timeout ``busy(path:timeout:)``,
+    /// anything else ``sqlite(_:)``.
+    public init(_ error: SQLiteError, path: String, busyTimeout: Duration? = nil) {
+        if let page = error.corruptPage {
+            self = .corruptPage(path: path, page: page)
+        } else if .SQLITE_BUSY ~= error.code, let busyTimeout {
+            self = .busy(path: path, timeout: busyTimeout)
+        } else {
+            self = .sqlite(error)
+        }
     }
 
     public var description: String {
@@ -47,6 +65,11 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
         case .malformedURI(let uri): "\(uri) is not a strata://<store-uuid>/<Entity>/<pk> URI"
         case .sqlite(let error): error.description
         case .closed(let path): "the store \(path) was closed: open a new coordinator to read it"
+        case let .readOnly(path, reason): "store \(path) is read-only here: \(reason). Nothing was written."
+        case let .busy(path, timeout):
+            "store \(path) is locked by another connection (another coordinator or process) for longer than the busy timeout "
+                + "(\(timeout)); nothing was written and the context still has its changes: save again later"
+                + " (or raise StoreOptions.busyTimeout)"
         case let .pageChecksumsDiffer(path, source, storeHasChecksums):
             storeHasChecksums
                 ? "store \(path) has page checksums and \(source) does not: give a copy of \(source) checksums first "

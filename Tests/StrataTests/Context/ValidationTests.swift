@@ -69,8 +69,8 @@ import StrataSQLite
             do {
                 try context.save()
                 Issue.record("save should have failed while the store is locked")
-            } catch StoreError.sqlite(let error) {
-                #expect(.SQLITE_BUSY ~= error.code)
+            } catch let StoreError.busy(path, timeout) {
+                #expect(path == store.url.path && timeout == .milliseconds(20))
             }
             try blocker.execute("ROLLBACK")
             #expect(context.hasChanges)

@@ -438,14 +438,20 @@ final class ControllerModelRun {
     /// at the deleted parent.
     private func race(_ batch: ModelBatch, policy: MergePolicy) throws {
         var operations = batch.operations
-        guard case let .insertItem(name, group, score, flag, parents) = operations.removeLast(),
+        // The shrinker drops operations; a race cut below its two is no race.
+        guard operations.count >= 2,
+              case let .insertItem(name, group, score, flag, parents) = operations.removeLast(),
               case let .deleteParent(kind, index) = operations.removeLast() else { return }
         changeSetsAllowed = 3
         let way = ModelRaceWay.name(batch.route, batch.way)
-        // An optional plain edit on main first; then the saved parent the race is about.
+        // An optional plain edit on main first; then the saved parent the race is about: one
+        // whose row the store holds (main may still hold a pending edit of a row another
+        // coordinator deleted, which it has not been told of: no side could name that one).
+        let probe = container.coordinator.newContext(name: "probe")
+        let stored = Set(try probe.performAndWait { try ModelOperation.keys(kind.entity, in: probe) })
         let parentID: ObjectID? = try main.performAndWait {
             try apply(operations, in: main)
-            for id in try ModelOperation.keys(kind.entity, in: main).rotated(by: index) {
+            for id in try ModelOperation.keys(kind.entity, in: main).rotated(by: index) where stored.contains(id) {
                 let parent = try main.existingObject(with: id)
                 if !parent.isInserted && !parent.isDeleted { return id }
             }

@@ -51,6 +51,8 @@ import StrataTestSupport
         }
         for result in all {
             guard let failure = result.failure else { continue }
+            // Said before shrinking, so that a shrinker that stops still leaves the seed.
+            print("frc-model: seed \(result.seed) failed at batch \(failure.index + 1) (replay: STRATA_FRC_SEEDS=\(result.seed) STRATA_FRC_BATCHES=\(perSeed)): \(failure.problems.prefix(3).joined(separator: " | "))")
             let shrunk = Self.shrink(failure.batches, seconds: environment["STRATA_FRC_SHRINK_SECONDS"].flatMap { Double($0) } ?? 30)
             let message = """
                 frc-model: seed \(result.seed) failed at batch \(failure.index + 1) (replay: STRATA_FRC_SEEDS=\(result.seed) STRATA_FRC_BATCHES=\(perSeed)):
