@@ -15,9 +15,12 @@
 
 import Foundation
 import Logging
-import Strata
+@_spi(Testing) import Strata
 import StrataTestSupport
 
+// The crash suite's kill points: a program linking Strata ignores STRATA_KILL_POINT unless it
+// opts in, as this harness does.
+KillPoint.armFromEnvironment()
 let arguments = Array(CommandLine.arguments.dropFirst())
 let options: HarnessOptions
 do {

@@ -110,4 +110,18 @@ import StrataTestSupport
         #expect(result.error.contains("is not an SQLite database"))
         #expect(try Data(contentsOf: path) == Data("not a database at all, just text".utf8))
     }
+
+    /// A program linking Strata ignores `STRATA_KILL_POINT` unless it opts in
+    /// (`KillPoint.armFromEnvironment()`, test API): the demo passes the commit and cache-write
+    /// points the crash suite arms and finishes normally.
+    @Test func aProgramThatDoesNotOptInIgnoresKillPoints() throws {
+        for point in ["writer.committed", "transaction.begun", "cache.encoded", "cache.renamed"] {
+            let directory = TemporaryDirectory()
+            let path = directory.file("demo.sqlite").path
+            let result = try CLI.run(["demo", "--path", path], environment: ["STRATA_KILL_POINT": point])
+            #expect(result.status == 0, "STRATA_KILL_POINT=\(point)\n\(result)")
+            #expect(!result.error.contains("kill point"), "\(result)")
+            #expect(FileManager.default.fileExists(atPath: path))
+        }
+    }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import Strata
+@_spi(Testing) import Strata
 import StrataTestSupport
 import Testing
 

@@ -24,8 +24,13 @@ struct Options {
                             their names start with "large:" and end with "10M": --large --filter large
                             runs only them (STRATA_LARGE_ROWS=N: another size, for a quick check)
 
+        --filter concurrent runs only the concurrent-reads rows (ConcurrentReads.swift: page reads on
+        the main context during an import, two contexts fetching in parallel; 1,000,000 items,
+        --quick 100,000).
+
         Data: Benchmarks/data/*.csv (Benchmarks/fetch-data). Results: Benchmarks/results/<date>.md
-        (a --quick or --filter run writes <date>-quick.md / <date>-partial.md instead).
+        (a --quick run writes <date>-quick.md, a --filter run <date>-<filter>.md; an existing file
+        is never replaced: -2, -3, … is added to the name).
         """
 
     static func parse(_ arguments: [String]) throws -> Options {
@@ -96,6 +101,8 @@ func interleave<Key: Hashable>(_ plan: Plan, _ bodies: [(Key, IterationBody)]) t
 /// The unit a result row is shown in.
 enum Unit: Sendable {
     case milliseconds, microseconds, bytes, megabytes, count, nanosecondsPerRow
+    /// A rate (fetches per second) and a plain ratio (the concurrent-reads rows).
+    case perSecond, ratio
 
     /// Formats `value` (seconds for times, plain numbers otherwise).
     func format(_ value: Double) -> String {
@@ -106,6 +113,8 @@ enum Unit: Sendable {
         case .megabytes: return String(format: "%.1f", value / 1e6) + " MB"
         case .count: return String(Int(value.rounded()))
         case .nanosecondsPerRow: return formatNumber(value * 1e9) + " ns/row"
+        case .perSecond: return formatCount(Int(value.rounded())) + " /s"
+        case .ratio: return formatRatio(value)
         }
     }
 }

@@ -50,6 +50,8 @@ struct Report {
     var runDescription: String
     var rows: [ResultRow]
     var sizes: [Int]
+    /// Markdown added at the end (the concurrent-reads latency table).
+    var sections: [String] = []
 
     func markdown() -> String {
         var out: [String] = []
@@ -101,6 +103,10 @@ struct Report {
                 let rows = row.rows.map { " (\(formatCount($0)) rows)" } ?? ""
                 out.append("- \(row.workload)\(rows): \(row.note!)")
             }
+            out.append("")
+        }
+        for section in sections {
+            out.append(section)
             out.append("")
         }
         return out.joined(separator: "\n")

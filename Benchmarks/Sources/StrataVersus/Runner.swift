@@ -10,6 +10,8 @@ final class Runner {
     let data: Dataset
     let scratch: Scratch
     private(set) var rows: [ResultRow] = []
+    /// Markdown for the end of the results file (ConcurrentReads' latency table).
+    private(set) var sections: [String] = []
 
     /// One store per contender with the real data (from the import workload's last round, or
     /// built unmeasured when that workload is filtered out).
@@ -66,6 +68,9 @@ final class Runner {
         try batchWorkloads()
         for size in sizes { try growthWorkloads(size) }
         try millionControllerWorkloads()
+        let concurrent = ConcurrentReads(options: options, scratch: scratch)
+        try concurrent.run(start: start, record: record)
+        sections += concurrent.sections
         if options.large { try largeControllerWorkloads() }
     }
 

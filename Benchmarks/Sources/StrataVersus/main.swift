@@ -57,18 +57,28 @@ func main() throws {
         + "; growth sizes \(runner.sizes.map(formatCount).joined(separator: " / "))"
         + (options.large ? "; --large: the results controller at \(formatCount(runner.largeSize)) rows, \(runner.largePlan.iterations) iterations, no warm-up" : "")
         + "; \(Int(elapsed / 60)) min \(Int(elapsed) % 60) s in all."
-    let report = Report(date: date, machine: machine, runDescription: description, rows: runner.rows, sizes: runner.sizes)
+    let report = Report(date: date, machine: machine, runDescription: description, rows: runner.rows, sizes: runner.sizes,
+                        sections: runner.sections)
     let text = report.markdown()
     say("")
     say(text)
 
     let results = packageDirectory.appendingPathComponent("results")
     try FileManager.default.createDirectory(at: results, withIntermediateDirectories: true)
-    let suffix = options.filter != nil ? "-partial" : options.quick ? "-quick" : ""
-    let file = results.appendingPathComponent("\(date)\(suffix).md")
-    let temporary = results.appendingPathComponent("\(date)\(suffix).md.tmp")
+    // A filtered run is named after its filter (`--filter concurrent`: <date>-concurrent.md), and
+    // no earlier results file is replaced: the first free name of <name>.md, <name>-2.md, ….
+    let slug = options.filter.map { filter in
+        String(filter.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }).split(separator: "-").joined(separator: "-")
+    }
+    let base = "\(date)" + (options.quick ? "-quick" : "") + (slug.map { $0.isEmpty ? "-partial" : "-\($0)" } ?? "")
+    var file = results.appendingPathComponent("\(base).md")
+    var copy = 1
+    while FileManager.default.fileExists(atPath: file.path) {
+        copy += 1
+        file = results.appendingPathComponent("\(base)-\(copy).md")
+    }
+    let temporary = results.appendingPathComponent(file.lastPathComponent + ".tmp")
     try Data((text + "\n").utf8).write(to: temporary)
-    _ = try? FileManager.default.removeItem(at: file)
     try FileManager.default.moveItem(at: temporary, to: file)
     say("Written to \(file.path)")
 }

@@ -1,7 +1,7 @@
 public import Foundation
 
 /// The file operations a section cache uses: POSIX calls behind a protocol, so that tests can
-/// inject faults (``FaultInjectingFileSystem``) into exactly these.
+/// inject faults (`FaultInjectingFileSystem`, test API) into exactly these.
 public protocol CacheFileSystem: Sendable {
     /// Creates and opens a new file for writing (fails if it exists), with `mode` permissions.
     func create(_ path: String, mode: mode_t) throws -> Int32
@@ -131,7 +131,7 @@ public struct POSIXCacheFileSystem: CacheFileSystem {
 /// was written to it after its last successful `fsync`, and a rename not followed by a directory
 /// `fsync` is undone.
 // @unchecked because: every mutable field is inside `state`, a `Locked` (NSLock) box.
-public final class FaultInjectingFileSystem: CacheFileSystem, @unchecked Sendable {
+@_spi(Testing) public final class FaultInjectingFileSystem: CacheFileSystem, @unchecked Sendable {
     public enum Fault: Sendable, Equatable {
         /// The write at this 0-based index (counting every `write` call) writes only half its bytes, then fails with EIO.
         case shortWrite(call: Int)

@@ -63,7 +63,7 @@ enum CacheQueueRegistry {
     /// the kill points and its kills decide (a reached kill point ends the process with `_exit`,
     /// which runs no exit hook anyway).
     static func flushAtExit() {
-        if let armed = getenv("STRATA_KILL_POINT"), armed.pointee != 0 { return }
+        if KillPoint.isArmed { return }
         let queues = state.withLock { $0.queues }
         let current = DispatchQueue.getSpecific(key: onQueueKey)
         let deadline = DispatchTime.now() + exitDeadline

@@ -1,11 +1,13 @@
 internal import Foundation
+internal import Synchronization
 
 /// Named places where a crash test can end the process at once.
 ///
-/// Compiled into every build and armed only by the environment:
-/// `STRATA_KILL_POINT=name` ends the process (SIGKILL: no flush, no `atexit`) the first time
-/// `name` is reached, `STRATA_KILL_POINT=name:3` the third time. Disarmed, a kill point costs one
-/// load and a branch.
+/// Compiled into every build, and inert unless the program opts in: a crash-test harness calls
+/// ``armFromEnvironment()``, after which `STRATA_KILL_POINT=name` ends the process (SIGKILL: no
+/// flush, no `atexit`) the first time `name` is reached, `STRATA_KILL_POINT=name:3` the third
+/// time. A program that does not call it ignores the variable. Disarmed, a kill point costs one
+/// relaxed atomic load and a branch.
 ///
 /// Context kill points are named after the context (`update.save.pushed`, `main.save.pushed`,
 /// `writer.committed`); the ``catalogue`` lists them for the stack of a ``PersistentContainer``.
@@ -13,10 +15,35 @@ internal import Foundation
 /// `generation.bumped`, `entities.stamped`) carry the name of the root context that commits,
 /// also when ``ManagedObjectContext/saveToStore()`` commits a descendant's changes straight
 /// through ancestors that have none (`writer.transaction.begun` for an update context's save).
-public enum KillPoint {
-    /// The armed point and after how many hits it fires; `nil` when disarmed (read once).
-    private static let armed: (name: String, nth: Int)? = parse(ProcessInfo.processInfo.environment["STRATA_KILL_POINT"])
-    private static let hits = Locked<Int>(0)
+///
+/// Test API (`@_spi(Testing) import Strata`), not part of Strata's public interface.
+@_spi(Testing) public enum KillPoint {
+    /// Whether a point is armed or an observer is set: the one load a disarmed point costs.
+    private static let active = Atomic<Bool>(false)
+    /// The armed point and after how many hits it fires, the hits so far, and the observer.
+    private static let state = Locked(State())
+
+    private struct State: Sendable {
+        var armed: (name: String, nth: Int)?
+        var hits = 0
+        var observer: (@Sendable (String) -> Void)?
+    }
+
+    /// Arms the point `STRATA_KILL_POINT` names (`name` or `name:nth`), for a crash-test harness.
+    /// Returns the armed name, `nil` when the variable is unset or empty.
+    @discardableResult
+    public static func armFromEnvironment() -> String? {
+        let armed = parse(ProcessInfo.processInfo.environment["STRATA_KILL_POINT"])
+        state.withLock { state in
+            state.armed = armed
+            state.hits = 0
+            active.store(armed != nil || state.observer != nil, ordering: .relaxed)
+        }
+        return armed?.name
+    }
+
+    /// Whether a kill point is armed (the exit hook then stays out of the way).
+    static var isArmed: Bool { active.load(ordering: .relaxed) && state.withLock { $0.armed != nil } }
 
     static func parse(_ value: String?) -> (name: String, nth: Int)? {
         guard let value, !value.isEmpty else { return nil }
@@ -26,33 +53,38 @@ public enum KillPoint {
         return (value, 1)
     }
 
-    /// Tests only: called with each point's full name as it is reached, on the thread that
-    /// reaches it (a test holds a commit open between its statements by blocking here).
-    static let observer = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// Tests only: `observer` is called with each point's full name as it is reached, on the
+    /// thread that reaches it (a test holds a commit open between its statements by blocking
+    /// there); `nil` removes it.
+    static func setObserver(_ observer: (@Sendable (String) -> Void)?) {
+        state.withLock { state in
+            state.observer = observer
+            active.store(state.armed != nil || observer != nil, ordering: .relaxed)
+        }
+    }
 
     /// Ends the process if `name` is the armed point (and this is its nth hit).
     @inline(__always)
     static func hit(_ name: StaticString) {
-        if let observe = observer.withLock({ $0 }) { observe(name.description) }
-        guard let armed else { return }
-        fire(name.description, armed)
+        guard active.load(ordering: .relaxed) else { return }
+        reached(name.description)
     }
 
     /// The same for a context's point: `"<context name>.<point>"`.
     @inline(__always)
     static func hit(_ point: StaticString, in context: String?) {
-        if let observe = observer.withLock({ $0 }) { observe("\(context ?? "context").\(point)") }
-        guard let armed else { return }
-        fire("\(context ?? "context").\(point)", armed)
+        guard active.load(ordering: .relaxed) else { return }
+        reached("\(context ?? "context").\(point)")
     }
 
-    private static func fire(_ name: String, _ armed: (name: String, nth: Int)) {
-        guard name == armed.name else { return }
-        let count = hits.withLock { hits -> Int in
-            hits += 1
-            return hits
+    private static func reached(_ name: String) {
+        let (observer, fires) = state.withLock { state -> ((@Sendable (String) -> Void)?, Bool) in
+            guard let armed = state.armed, armed.name == name else { return (state.observer, false) }
+            state.hits += 1
+            return (state.observer, state.hits == armed.nth)
         }
-        guard count == armed.nth else { return }
+        observer?(name)
+        guard fires else { return }
         FileHandle.standardError.write(Data("strata: kill point \(name) reached, ending the process\n".utf8))
         kill(getpid(), SIGKILL)
         _exit(137)                                        // not reached

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import StrataSQLite
 import StrataTestSupport
-@testable import Strata
+@_spi(Testing) @testable import Strata
 
 /// Injected I/O faults and simulated power loss during cache writes
 /// (`SectionCacheStore` over `FaultInjectingFileSystem`): a failed write throws

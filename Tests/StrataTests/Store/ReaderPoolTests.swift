@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import StrataTestSupport
 import Testing
-@testable import Strata
+@_spi(Testing) @testable import Strata
 
 /// Reads never wait for a commit (issue 40, first part): a WAL store's reads go through a pool
 /// of read-only connections, beside the one writer connection.
@@ -35,14 +35,12 @@ import Testing
             return try main.fetchObjectIDs(FetchRequest(entityName: "Item", sortKeys: [.ascending("rank")]))[0]
         }
         let paused = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), saved = DispatchSemaphore(value: 0)
-        KillPoint.observer.withLock { observer in
-            observer = { name in
-                guard name == "hold-open.rows.written" else { return }
-                paused.signal()
-                release.wait()
-            }
+        KillPoint.setObserver { name in
+            guard name == "hold-open.rows.written" else { return }
+            paused.signal()
+            release.wait()
         }
-        defer { KillPoint.observer.withLock { $0 = nil } }
+        defer { KillPoint.setObserver(nil) }
         let background = container.newBackgroundContext(name: "hold-open")
         DispatchQueue.global().async {
             background.performAndWait {
