@@ -132,7 +132,7 @@ import StrataTestSupport
         }
         // Batch requests are writes too; an update context's saveToStore the same.
         #expect(throws: StoreError.self) {
-            try container.coordinator.execute(BatchDeleteRequest(FetchRequest<Volume>(predicate: #Predicate { $0.pages < 5 })))
+            try container.coordinator.execute(BatchDeleteRequest(Volume.self, predicate: #Predicate { $0.pages < 5 }))
         }
         let update = container.newUpdateContext()
         try update.performAndWait {

@@ -16,16 +16,27 @@ extension FetchRequest where Result: PersistentEntity {
     /// ``init(_:predicate:sortBy:fetchLimit:fetchOffset:includesPendingChanges:)`` throws it at once.
     public init(predicate: Predicate<Result>? = nil, sortBy: [SortDescriptor<Result>] = [], fetchLimit: Int? = nil,
                 fetchOffset: Int = 0, includesPendingChanges: Bool = true) {
-        self.init(entity: Result.entityName, predicate: nil, sortKeys: [], fetchLimit: fetchLimit,
+        self.init(entity: Result.entityName, condition: nil, sortKeys: [], fetchLimit: fetchLimit,
                   fetchOffset: fetchOffset, includesPendingChanges: includesPendingChanges)
-        do {
-            self.predicate = try predicate.map { try Condition($0) }
-            self.sortKeys = try SortKey.array(sortBy)
-        } catch let error as PredicateTranslationError {
-            translationError = error
-        } catch {
-            translationError = .unsupported(expression: "\(predicate.map { "\($0)" } ?? "")", reason: "\(error)")
-        }
+        self.predicate = predicate
+        self.sortBy = sortBy
+    }
+
+    /// Which objects, as a Foundation predicate (`nil`: all). Setting it translates it to
+    /// ``condition`` at once; one with no Strata equivalent makes every fetch throw
+    /// ``PredicateTranslationError`` until it is set again. `nil` when the request was given a
+    /// ``Condition`` instead.
+    public var predicate: Predicate<Result>? {
+        get { typedPredicate }
+        set { setTranslated(newValue) { try newValue.map { try Condition($0) } } }
+    }
+
+    /// The order, as Foundation sort descriptors. Setting them translates them to ``sortKeys``
+    /// at once (an untranslatable one: as for ``predicate``). Empty when the request was given
+    /// ``SortKey``s instead.
+    public var sortBy: [SortDescriptor<Result>] {
+        get { typedSort ?? [] }
+        set { setTranslated(newValue) { try SortKey.array(newValue) } }
     }
 
     /// The same request, translated at once: throws ``PredicateTranslationError`` when the

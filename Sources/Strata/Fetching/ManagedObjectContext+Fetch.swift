@@ -180,7 +180,7 @@ struct FetchPlan {
         self.request = request
         self.info = info
         var related: Set<String> = []
-        if let predicate = request.predicate {
+        if let predicate = request.condition {
             var binder = ConditionBinder(schema: schema, root: info, condition: predicate)
             condition = try binder.bind(predicate)
             related.formUnion(binder.reached)

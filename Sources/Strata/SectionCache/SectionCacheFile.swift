@@ -56,7 +56,7 @@ public struct CanonicalRequest: Codable, Sendable, Equatable {
 
     public init(_ request: FetchRequest<ManagedObject>, sectionKeyPath: String?) {
         entity = request.entityName
-        predicate = request.predicate?.description
+        predicate = request.condition?.description
         sortKeys = request.sortKeys.map { Sort(key: $0.key, ascending: $0.ascending, comparison: $0.comparison.rawValue) }
         self.sectionKeyPath = sectionKeyPath
         fetchLimit = request.fetchLimit
@@ -65,7 +65,7 @@ public struct CanonicalRequest: Codable, Sendable, Equatable {
 
     /// The fetch request again (predicate parsed), as `strata cache verify` runs it.
     public func fetchRequest() throws -> FetchRequest<ManagedObject> {
-        FetchRequest(entityName: entity, predicate: try predicate.map { try Condition($0) },
+        FetchRequest(entityName: entity, condition: try predicate.map { try Condition($0) },
                      sortKeys: sortKeys.map { SortKey($0.key, ascending: $0.ascending, comparison: SortKey.Comparison(rawValue: $0.comparison) ?? .binary) },
                      fetchLimit: fetchLimit, fetchOffset: fetchOffset)
     }

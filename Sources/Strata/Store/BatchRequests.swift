@@ -82,11 +82,16 @@ public struct BatchUpdateRequest<Result: ManagedObject> {
 
 extension BatchUpdateRequest where Result == ManagedObject {
     public init(entityName: String, predicate: Condition? = nil, propertiesToUpdate: [String: Any?]) {
-        self.init(FetchRequest(entityName: entityName, predicate: predicate), propertiesToUpdate: propertiesToUpdate)
+        self.init(FetchRequest(entityName: entityName, condition: predicate), propertiesToUpdate: propertiesToUpdate)
     }
 }
 
 extension BatchUpdateRequest where Result: PersistentEntity {
+    /// The rows `predicate` selects (every row for `nil`); their new values are given with `set(_:to:)`.
+    public init(_ type: Result.Type, predicate: Predicate<Result>?) {
+        self.init(FetchRequest<Result>(predicate: predicate))
+    }
+
     /// Sets the property `keyPath` names to `value` in every selected row.
     public mutating func set<Value>(_ keyPath: KeyPath<Result, Value>, to value: Value) throws {
         guard let key = Result.propertyName(for: keyPath) else {
@@ -142,7 +147,7 @@ public struct BatchDeleteRequest<Result: ManagedObject> {
 
 extension BatchDeleteRequest where Result == ManagedObject {
     public init(entityName: String, predicate: Condition? = nil) {
-        self.init(FetchRequest(entityName: entityName, predicate: predicate))
+        self.init(FetchRequest(entityName: entityName, condition: predicate))
     }
 }
 
@@ -150,6 +155,13 @@ extension BatchDeleteRequest where Result: PersistentEntity {
     /// The rows of `objectIDs`, of `Result`'s entity.
     public init(_ type: Result.Type, objectIDs: [ObjectID]) {
         self.init(entityName: Result.entityName, objectIDs: objectIDs)
+    }
+
+    /// The rows `predicate` selects (every row of the entity for `nil`):
+    /// `BatchDeleteRequest(Good.self, predicate: #Predicate { $0.price == 0 })`. A predicate with
+    /// no Strata equivalent makes the execute throw ``PredicateTranslationError``, before any SQL.
+    public init(_ type: Result.Type, predicate: Predicate<Result>?) {
+        self.init(FetchRequest<Result>(predicate: predicate))
     }
 }
 

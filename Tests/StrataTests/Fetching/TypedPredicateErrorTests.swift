@@ -92,7 +92,7 @@ import StrataTestSupport
         try store.context.performAndWait {
             let someDepartment = ObjectID(entityName: "Department", primaryKey: 1)
             let request = try FetchRequest(Corp.Employee.self, predicate: #Predicate { $0.objectID == someDepartment })
-            #expect(request.predicate == (try Condition("SELF == %@", someDepartment)))
+            #expect(request.condition == (try Condition("SELF == %@", someDepartment)))
             let executed = store.coordinator.statistics.totalExecuted
             #expect(throws: ConditionError.self) { try store.context.fetch(request) }
             #expect(store.coordinator.statistics.totalExecuted == executed)
