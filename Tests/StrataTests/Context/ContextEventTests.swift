@@ -313,20 +313,33 @@ import Synchronization
         try touch(39)
         #expect(released.count == 1)
 
-        // A stream whose consuming task is cancelled ends and is unregistered.
-        let collector = Collector()
-        let stream = context.events()
+        // A stream whose consuming task is cancelled ends and is unregistered; another stream
+        // of the same context stays registered and keeps receiving. (Mutations this fails: the
+        // stream's onTermination not removing it — `streams` keeps two; removing every stream
+        // when one ends — the live one misses touch 41.)
+        let collector = Collector(), live = Collector()
+        let stream = context.events(), liveStream = context.events()
         let consumer = Task {
             for await event in stream { await collector.append(event) }
         }
+        let liveConsumer = Task {
+            for await event in liveStream { await live.append(event) }
+        }
         try touch(40)
-        try await Self.eventually { await collector.count == 1 }
+        try await Self.eventually {
+            let (one, other) = (await collector.count, await live.count)
+            return one == 1 && other == 1
+        }
+        #expect(context.listeners.withLock { $0.streams.count } == 2)
         consumer.cancel()
         await consumer.value
-        #expect(context.listeners.withLock { $0.streams.isEmpty && $0.callbacks.isEmpty })
+        #expect(context.listeners.withLock { $0.streams.count == 1 && $0.callbacks.isEmpty })
         try touch(41)
-        try await Task.sleep(for: .milliseconds(20))
-        #expect(await collector.events == [Self.changed(updated: [seed.bob])])
+        try await Self.eventually { await live.count == 2 }
+        #expect(await live.events == [Self.changed(updated: [seed.bob]), Self.changed(updated: [seed.bob])])
+        liveConsumer.cancel()
+        await liveConsumer.value
+        #expect(context.listeners.withLock { $0.streams.isEmpty && $0.callbacks.isEmpty })
         #expect(recorder.count == 1 && released.count == 1)
     }
 

@@ -5,6 +5,13 @@ import StrataTestSupport
 
 /// Merges that arrive out of commit order never leave an object older than the store.
 @Suite(.serialized) struct MergeOrderTests {
+    /// The update context's save (generation 3) is merged into main before the background save
+    /// it follows (generation 2): the update saves from inside the background's did-save, which
+    /// is posted before that save is handed on. The test checks that the order really was the
+    /// hard one (main had the update's value and not yet the background's when the update's save
+    /// returned), then that the late, older merge did not undo the newer one. (Mutation this
+    /// fails: a merge that applies a did-save's rows without comparing row versions leaves main
+    /// with `isEven == false`, the background's older row.)
     @Test func aCascadeMergedAheadOfAnEarlierBackgroundMergeIsNotUndoneByIt() throws {
         let container = try PersistentContainer(inMemoryWith: TestModels.numbers())
         let main = container.mainContext, writer = container.writerContext
@@ -20,17 +27,28 @@ import StrataTestSupport
             writer.performAndWait { writer.mergePolicy = .overwrite }
             try update.existingObject(with: id).setValue(true, forKey: "isEven")
         }
-        // Keep the writer busy so that the background save's merge reaches main after the cascade's.
-        writer.enqueue { Thread.sleep(forTimeInterval: 0.3) }
+        let seenAfterUpdate = Locked<(isEven: Bool?, label: String?, generation: Int64?)?>(nil)
+        let observation = background.addObserver { notification in
+            guard case .didSave = notification.event, seenAfterUpdate.withLock({ $0 == nil }) else { return }
+            let generation = try! update.performAndWait { try update.saveToStore() }?.generation
+            let seen = try! main.performAndWait {
+                let object = try main.existingObject(with: id)
+                return (try object.value(forKey: "isEven") as? Bool, try object.value(forKey: "label") as? String, generation)
+            }
+            seenAfterUpdate.withLock { $0 = seen }
+        }
         try background.performAndWait {
             try background.existingObject(with: id).setValue("bg", forKey: "label"); try background.save()
         }
-        let result = try update.performAndWait { try update.saveToStore() }
-        #expect(result?.generation == 3)
+        observation.cancel()
+        let seen = try #require(seenAfterUpdate.withLock { $0 })
+        #expect(seen.generation == 3)
+        #expect(seen.isEven == true && seen.label == nil, "the hard order: the update's merge reached main first")
         container.waitForPendingMerges()
         let current = try main.performAndWait { try main.existingObject(with: id).current }
         let row = try container.coordinator.row(for: id)!
         #expect(current == row)
+        #expect(try main.performAndWait { try main.existingObject(with: id).value(forKey: "isEven") as? Bool } == true)
     }
 
     @Test func twoRootSavesMergedInReverseOrderLeaveMainAtTheLatest() throws {

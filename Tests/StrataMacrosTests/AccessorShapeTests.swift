@@ -4,13 +4,14 @@ import SwiftSyntaxMacroExpansion
 import SwiftSyntaxMacros
 import Testing
 
-/// What a generated accessor costs, counted rather than timed: it is the hand-written accessor's
-/// code. Each getter and setter is exactly one subscript call on `self`; those of the demo's
+/// The shape of a generated accessor: it is the hand-written accessor's code. (What it costs, in
+/// statements and rows read, is measured against the string API by `TypedAccessorWorkTests`.)
+/// Each getter and setter is exactly one subscript call on `self`; those of the demo's
 /// attributes and to-many are the demo's hand-written bodies character for character (before the
 /// port to `@Entity`), so they compile to the same calls. The required to-one goes through
 /// `self[_persistedRequired:]`, an `@inlinable` forward to `self[requiredToOne:]` (the hand-written
 /// `self[toOne:]` plus the nil check a non-optional property needs).
-@Suite struct AccessorCostTests {
+@Suite struct AccessorShapeTests {
     static let demo = """
         @Entity final class Category: ManagedObject {
             @Attribute(.indexed) var name: String
@@ -68,7 +69,7 @@ import Testing
         }
         #expect(generated["Good.category get"] == #"self[_persistedRequired: "category"]"#)
         #expect(generated["Good.category set"] == #"self[_persisted: "category"] = newValue"#)
-        print("accessor-cost: generated=\(generated.count) subscript-calls=\(generated.count) identical-to-hand-written=\(Self.handWritten.count)")
+        print("accessor-shape: generated=\(generated.count) subscript-calls=\(generated.count) identical-to-hand-written=\(Self.handWritten.count)")
     }
 }
 
