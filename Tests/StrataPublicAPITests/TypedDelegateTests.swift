@@ -3,8 +3,9 @@ import Testing
 import Strata
 
 /// A typed controller calls a delegate written the natural way, with its own type
-/// (`FetchedResultsController<Ware>`); 0.1.0 delegates (`AnyFetchedResultsController`) keep
-/// working; and a delegate whose methods name another controller type does not build.
+/// (`FetchedResultsController<Ware>`); an untyped delegate (`AnyFetchedResultsController`, what a
+/// 0.1.0 delegate's `FetchedResultsController` becomes, see the CHANGELOG's Breaking) works for
+/// every controller; and a delegate whose methods name another controller type does not build.
 @Suite struct TypedDelegateTests {
     /// Written as a user upgrading a 0.1.0 delegate writes it: the typed controller in the
     /// signature, one method, the defaults for the rest.
@@ -17,7 +18,7 @@ import Strata
         }
     }
 
-    /// A 0.1.0 delegate, for every controller.
+    /// An untyped delegate (a 0.1.0 delegate with its controller type renamed), for every controller.
     final class AnyList: FetchedResultsControllerDelegate {
         var changes: [FetchedChanges] = []
         var wills = 0, dids = 0
@@ -104,7 +105,7 @@ import Strata
         Case(name: "typed, one method",
              methods: "func controller(_ c: FetchedResultsController<Good>, didChangeContentWith s: FetchedSnapshot) {}",
              builds: true),
-        Case(name: "0.1.0 style, any controller",
+        Case(name: "untyped, any controller",
              methods: "func controllerDidChangeContent(_ c: AnyFetchedResultsController) {}",
              builds: true),
         Case(name: "two controller types in one delegate",

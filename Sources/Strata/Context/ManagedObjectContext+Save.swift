@@ -60,9 +60,10 @@ extension ManagedObjectContext {
     ///
     /// When no ancestor holds unsaved changes (the usual case for an update context), the chain
     /// takes a shortcut with the same result: this context's changes are committed in one
-    /// transaction while every ancestor's queue is held, then merged into each ancestor on the way
-    /// back (registered objects updated, every saved ID reported), so the ancestors never copy the
-    /// saved objects. Otherwise each level saves into the next.
+    /// transaction, without holding any ancestor's queue (main keeps serving reads while SQLite
+    /// writes), then merged into each ancestor, root first (registered objects updated, every
+    /// saved ID reported), so the ancestors never copy the saved objects. Otherwise each level
+    /// saves into the next.
     ///
     /// All or nothing: when a level fails (validation, a conflict under ``MergePolicy/error``,
     /// SQLite), every level it already saved into is put back exactly as it was, and the error is
@@ -99,37 +100,49 @@ extension ManagedObjectContext {
 
     /// The shortcut of ``saveToStore()``: `nil` when an ancestor has changes of its own (or
     /// there is nothing for SQL to write), the commit's result otherwise.
+    ///
+    /// Each ancestor is found clean on its own queue, then the commit runs on this context's
+    /// queue with the root's merge policy, holding no ancestor's queue: main keeps serving reads
+    /// (and edits) while SQLite writes. The committed rows are then merged into each ancestor,
+    /// root first, as each level's save would have left them. An ancestor that changed in
+    /// between (an edit on main during the commit) merges them as it merges any other context's
+    /// save: its own pending changes stay on top; what saves them next meets our rows as any
+    /// later save does (row versions, its merge policy). Sequentially the result is that of the
+    /// level-by-level save.
     private func commitThroughCleanAncestors() throws -> CommitResult?? {
-        guard let parent else { return nil }
+        guard parent != nil else { return nil }
         let changes = try pendingStoreChanges()
         guard !changes.isEmpty else { return nil }
-        let predicted = predictedRows(inserting: changes.inserted, withMembers: changes.insertedWithMembers)
-        let outcome = try parent.performAndWait { try parent.commitForDescendant(changes, predicted, origin: self) }
-        guard let outcome else { return nil }
-        let (rows, removed) = finishSave(outcome.resolutions, committed: true, gather: isObserved)
-        post(.didSave(DidSave(rows, generation: outcome.result?.generation)), removed: removed)
-        return .some(outcome.result)
-    }
-
-    /// On an ancestor's queue: refuses (`nil`) when this context has changes, else passes the
-    /// commit up to the root, and merges the committed rows on the way back down.
-    private func commitForDescendant(_ changes: StoreChanges, _ predicted: RowChanges,
-                                     origin: ManagedObjectContext) throws -> CommitOutcome? {
-        assertOnQueue()
-        guard !hasChanges else { return nil }
-        let outcome: CommitOutcome?
-        if let parent {
-            outcome = try parent.performAndWait { try parent.commitForDescendant(changes, predicted, origin: self) }
-        } else {
-            // The store is the root's business: its policy decides, and its kill points carry
-            // its name (`writer.transaction.begun`, …), as when each level saves.
-            outcome = try coordinator.commit(changes, policy: self.policy, origin: name)
+        var ancestors: [ManagedObjectContext] = []
+        var next = parent
+        while let ancestor = next {
+            ancestors.append(ancestor)
+            next = ancestor.parent
         }
-        guard let outcome else { return nil }
+        let root = ancestors[ancestors.count - 1]
+        for ancestor in ancestors {
+            guard ancestor.performAndWait({ !ancestor.hasChanges }) else { return nil }
+        }
+        let policy = root.performAndWait { root.policy }
+        let predicted = predictedRows(inserting: changes.inserted, withMembers: changes.insertedWithMembers)
+        // The store is the root's business: its policy decides, and its kill points carry its
+        // name (`writer.transaction.begun`, …), as when each level saves.
+        let outcome = try coordinator.commit(changes, policy: policy, origin: root.name)
         let rows = predicted.applying(outcome.resolutions)
-        merge(rows, generation: outcome.result?.generation, except: origin)
-        if parent == nil, let result = outcome.result { coordinator.broadcast(DidSave(rows, generation: result.generation), from: self) }
-        return outcome
+        // Each ancestor forwards to its other children, not to the next one down: that one
+        // merges right after, on this thread, before saveToStore returns.
+        for (level, ancestor) in ancestors.enumerated().reversed() {
+            let mergedNext = level == 0 ? self : ancestors[level - 1]
+            ancestor.performAndWait {
+                ancestor.merge(rows, generation: outcome.result?.generation, except: mergedNext)
+                if ancestor === root, let result = outcome.result {
+                    coordinator.broadcast(DidSave(rows, generation: result.generation), from: ancestor)
+                }
+            }
+        }
+        let (saved, removed) = finishSave(outcome.resolutions, committed: true, gather: isObserved)
+        post(.didSave(DidSave(saved, generation: outcome.result?.generation)), removed: removed)
+        return .some(outcome.result)
     }
 
     /// The rows a root commit of the pending changes writes, with their new versions.

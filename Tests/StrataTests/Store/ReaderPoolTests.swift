@@ -129,4 +129,67 @@ import Testing
         #expect(failure == nil, "\(String(describing: failure))")
         #expect(misses == 0, "reads that did not see a save that had returned")
     }
+
+    /// An update context's `saveToStore()` through clean ancestors (the shortcut) holds no
+    /// ancestor's queue while SQLite writes: with its commit held open at `writer.rows.written`,
+    /// main's queue serves a fetch and an edit; after the save returns, main has the saved rows
+    /// and keeps its own edit on top.
+    @Test func mainServesReadsWhileAnUpdateContextsSaveCommits() throws {
+        let directory = TemporaryDirectory()
+        let container = try PersistentContainer(model: try Self.model(), url: directory.file("store.sqlite"))
+        defer { container.coordinator.close() }
+        let main = container.mainContext
+        let firstID = try main.performAndWait {
+            let item = try main.insert("Item")
+            try item.setValue("first", forKey: "name")
+            try main.saveToStore()
+            return item.objectID
+        }
+        let paused = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), saved = DispatchSemaphore(value: 0)
+        // The observer is process-wide and every container's root is named "writer": only the
+        // thread that runs this test's save stops (other suites commit meanwhile).
+        KillPoint.setObserver { name in
+            guard name == "writer.rows.written", Thread.current.threadDictionary["strata.hold-open"] != nil else { return }
+            paused.signal()
+            release.wait()
+        }
+        defer { KillPoint.setObserver(nil) }
+        let update = container.newUpdateContext(name: "update")
+        let result = Locked<Int64?>(nil)
+        DispatchQueue.global().async {
+            update.performAndWait {
+                Thread.current.threadDictionary["strata.hold-open"] = true
+                defer { Thread.current.threadDictionary["strata.hold-open"] = nil }
+                for n in 0..<10 {
+                    let item = try? update.insert("Item")
+                    try? item?.setValue("new \(n)", forKey: "name")
+                }
+                result.withLock { $0 = (try? update.saveToStore())??.generation }
+            }
+            saved.signal()
+        }
+        #expect(paused.wait(timeout: .now() + 30) == .success, "the commit reached its hook")
+        let served = DispatchSemaphore(value: 0)
+        let seen = Locked<Int?>(nil)
+        DispatchQueue.global().async {
+            let count = try? main.performAndWait {
+                try main.existingObject(with: firstID).setValue("edited on main", forKey: "name")
+                return try main.count(for: FetchRequest(entityName: "Item"))
+            }
+            seen.withLock { $0 = count }
+            served.signal()
+        }
+        let finished = served.wait(timeout: .now() + 10) == .success
+        release.signal()
+        saved.wait()
+        if !finished { served.wait() }
+        #expect(finished, "main's queue served a fetch while the update context's commit was held open")
+        #expect(seen.withLock { $0 } == 1)
+        #expect(result.withLock { $0 } == 2)
+        let after = try main.performAndWait {
+            (try main.count(for: FetchRequest(entityName: "Item")),
+             try main.existingObject(with: firstID).value(forKey: "name") as? String, main.hasChanges)
+        }
+        #expect(after.0 == 11 && after.1 == "edited on main" && after.2)
+    }
 }
