@@ -1,1 +1,1 @@
-public let strataVersion = "0.1.0"
+public let strataVersion = "0.2.0"

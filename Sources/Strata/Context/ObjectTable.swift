@@ -4,7 +4,7 @@
 /// A `[ObjectID: ManagedObject]` holds each entry's 16-byte key beside the object, 24 bytes a
 /// bucket; this table holds only the object (8 bytes), and finds the key in the object itself
 /// (its interned entity name and primary key). An import holds every new object in two tables
-/// until its save ends (see the Performance article).
+/// until its save ends (measured in Benchmarks/results/HISTORY.md).
 ///
 /// Laid out as a compact ordered dictionary: the objects sit in an array in the order they were
 /// added (`entries`), and an open-addressed index (linear probing, at most 3/4 full) maps a
@@ -14,7 +14,7 @@
 /// passes over its new objects (validation, the rows to write, accepting the values) visit them
 /// in the order they were made, usually their order in memory (allocated one after another),
 /// where hash order reached the 341,572 objects of an import at random addresses, long out of
-/// the cache, on each pass (the Performance article has the measurements). Removal leaves a
+/// the cache, on each pass (Benchmarks/results/HISTORY.md has the measurements). Removal leaves a
 /// hole in the entries (skipped by iteration, dropped when the table is rebuilt) and shifts the
 /// index entries after it back (no tombstones). A value type with copy-on-write, like the dictionary it
 /// replaces.

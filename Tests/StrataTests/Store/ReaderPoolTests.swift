@@ -42,7 +42,7 @@ import Testing
         }
         defer { KillPoint.setObserver(nil) }
         let background = container.newBackgroundContext(name: "hold-open")
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             background.performAndWait {
                 for n in 0..<10 {
                     let item = try? background.insert("Item")
@@ -55,7 +55,7 @@ import Testing
         #expect(paused.wait(timeout: .now() + 30) == .success, "the commit reached its hook")
         let results = Locked<(fetched: Int, counted: Int, name: String?, listed: Int)?>(nil)
         let read = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             let found = try? main.performAndWait { () -> (Int, Int, String?, Int) in
                 let fetched = try main.fetch(FetchRequest(entityName: "Item")).count
                 let counted = try main.count(for: FetchRequest(entityName: "Item"))
@@ -89,7 +89,7 @@ import Testing
         let stop = Locked(false)
         let other = DispatchSemaphore(value: 0)
         // A second writer, committing all along.
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             let background = container.newBackgroundContext(name: "busy")
             var n = 0
             while !stop.withLock({ $0 }) {
@@ -156,7 +156,7 @@ import Testing
         defer { KillPoint.setObserver(nil) }
         let update = container.newUpdateContext(name: "update")
         let result = Locked<Int64?>(nil)
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             update.performAndWait {
                 Thread.current.threadDictionary["strata.hold-open"] = true
                 defer { Thread.current.threadDictionary["strata.hold-open"] = nil }
@@ -171,7 +171,7 @@ import Testing
         #expect(paused.wait(timeout: .now() + 30) == .success, "the commit reached its hook")
         let served = DispatchSemaphore(value: 0)
         let seen = Locked<Int?>(nil)
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             let count = try? main.performAndWait {
                 try main.existingObject(with: firstID).setValue("edited on main", forKey: "name")
                 return try main.count(for: FetchRequest(entityName: "Item"))
