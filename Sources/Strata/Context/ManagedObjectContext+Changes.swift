@@ -217,13 +217,29 @@ extension ManagedObjectContext {
     // MARK: Deleting
 
     /// Marks `object` deleted and applies its relationships' delete rules: nullify removes it from
-    /// its destinations' inverses, cascade deletes the destinations, deny is checked when saving,
+    /// its destinations' inverses, cascade deletes the destinations, deny is checked when saving
+    /// (for an object inserted in this context and not yet saved: now, throwing
+    /// ``ValidationError``; its no-action relationships let go of it, as it never had a row),
     /// no action leaves the destinations alone. Undone by `rollback()`.
     public func delete(_ object: ManagedObject) throws {
         assertOnQueue()
         precondition(object.context === self, "delete(_:) was given an object of another context: delete context.object(with: object.objectID) instead.")
         guard object.state != .deleted, object.state != .invalid else { return }
         try fulfill(object)
+        if object.state == .inserted {
+            // A new object leaves no trace for a save to check its deny rules against: they are
+            // checked now, before anything changes (a refused delete leaves the context as it was).
+            var failures: [ValidationFailure] = []
+            for relationship in object.info.entity.relationships where relationship.deleteRule == .deny {
+                let remaining = try relatedObjects(object, relationship.name).filter { $0.state != .deleted && $0.state != .invalid }
+                if !remaining.isEmpty {
+                    failures.append(ValidationFailure(
+                        objectID: object.objectID, key: relationship.name, rule: .deny,
+                        message: "cannot delete while \(relationship.name) holds \(remaining.map(\.objectID.description).joined(separator: ", "))"))
+                }
+            }
+            if !failures.isEmpty { throw ValidationError(failures: failures) }
+        }
         if object.state == .inserted {
             inserted[object.objectID] = nil
         } else {
@@ -238,7 +254,11 @@ extension ManagedObjectContext {
             let inverse = object.info.slot(relationship.name).flatMap(object.info.inverseSlot(of:))
             switch relationship.deleteRule {
             case .deny, .noAction:
-                continue
+                // No action keeps keys to a row that stays gone; a new object never had a row,
+                // and no key may name it once it leaves (a deny with members was refused above).
+                if wasInserted, let inverse {
+                    for member in members { try removeInverse(of: object, from: member, inverse: inverse) }
+                }
             case .nullify:
                 if let inverse {
                     for member in members { try removeInverse(of: object, from: member, inverse: inverse) }

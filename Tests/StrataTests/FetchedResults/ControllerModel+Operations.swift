@@ -371,7 +371,11 @@ extension ModelOperation {
             try context.delete(item)
         case let .deleteParent(p, i):
             guard let parent = try object(p.entity, i) else { return false }
-            try context.delete(parent)
+            do {
+                try context.delete(parent)
+            } catch is ValidationError where parent.isInserted {
+                return false      // a new parent's deny rule, checked at delete
+            }
         case let .setName(i, v):
             guard let item = try item(i) else { return false }
             try item.setValue(ControllerModel.itemNames[v % ControllerModel.itemNames.count], forKey: "name")
