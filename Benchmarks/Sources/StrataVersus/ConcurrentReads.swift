@@ -94,6 +94,14 @@ func monotonicNanos() -> UInt64 {
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
+/// The calling thread's CPU time in nanoseconds.
+@inline(__always)
+func threadCPUNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
 func sleepUntil(nanos: UInt64) {
     var ts = timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
     while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
@@ -137,6 +145,9 @@ struct PageResult {
     var count: Int
     /// Bytes of the names read (and, raw, the other columns folded in): nothing is optimised away.
     var sum: Int64
+    /// Strata: when the `performAndWait` block began (monotonic ns), to tell the wait for the
+    /// context's queue from the read itself; 0 for raw.
+    var entered: UInt64 = 0
 }
 
 enum ItemPages {
@@ -275,11 +286,25 @@ final class RawItemWriter {
 /// read that blocked it is kept apart (`overrun`), for the latency a reader scheduled every
 /// `period` would have seen (coordinated omission).
 final class PagingThread: @unchecked Sendable {
+    /// A read over 1 ms: when it started and ended (monotonic ns), its number among all reads
+    /// of its thread (warm-up included), how long it waited for the context's queue, and the
+    /// CPU time its thread spent in it (`CLOCK_THREAD_CPUTIME_ID`: user and system).
+    struct SlowRead {
+        var start: UInt64
+        var end: UInt64
+        var index: Int
+        var queueWait: UInt64
+        var cpu: UInt64
+    }
+
     struct Outcome {
         var latencies: [Double] = []
         var overrun: [Double] = []
         var missedTicks = 0
         var shortPages = 0
+        /// Reads over 1 ms: when they started and ended (monotonic ns) and their number among
+        /// all reads of this thread, warm-up included (the context's registry grows by a page a read).
+        var slow: [SlowRead] = []
         var error: (any Error)?
     }
 
@@ -306,9 +331,11 @@ final class PagingThread: @unchecked Sendable {
                 while !stop.load(ordering: .acquiring) {
                     sleepUntil(nanos: next)
                     let start = rng.name()
+                    let c0 = threadCPUNanos()
                     let t0 = monotonicNanos()
                     let page = try read(start)
                     let t1 = monotonicNanos()
+                    let c1 = threadCPUNanos()
                     reads += 1
                     if reads == warmup { warmed.signal() }
                     next += periodNanos
@@ -317,6 +344,9 @@ final class PagingThread: @unchecked Sendable {
                         continue
                     }
                     local.latencies.append(Double(t1 - t0) * 1e-9)
+                    if t1 - t0 > 1_000_000 {
+                        local.slow.append(SlowRead(start: t0, end: t1, index: reads, queueWait: page.entered > t0 ? page.entered - t0 : 0, cpu: c1 - c0))
+                    }
                     if page.count < 50 { local.shortPages += 1 }
                     // Ticks that passed while this read ran: a reader due then would have waited
                     // until now.
@@ -370,7 +400,7 @@ final class ConcurrentReads {
 
     let options: Options
     let scratch: Scratch
-    let sizes: Sizes
+    private(set) var sizes: Sizes
     let period = 0.002
     let pageSize = 50
     let largePage = 1000
@@ -387,6 +417,11 @@ final class ConcurrentReads {
                     parallelPages: 2_000, parallelLarge: 50, parallelRounds: rounds ?? 1)
             : Sizes(baseRows: 1_000_000, importRows: 100_000, saves: 5, rounds: rounds ?? 3, idleReads: 1_500, warmupReads: 100,
                     parallelPages: 20_000, parallelLarge: 400, parallelRounds: rounds ?? 3)
+        // STRATA_CONCURRENT_IDLE_READS=N: a longer (or shorter) idle row, to watch the reading
+        // context's registry grow (every page's objects stay registered).
+        if let reads = ProcessInfo.processInfo.environment["STRATA_CONCURRENT_IDLE_READS"].flatMap(Int.init), reads > 0 {
+            sizes.idleReads = reads
+        }
     }
 
     var group: String { "concurrent reads, \(formatCount(sizes.baseRows)) items" }
@@ -498,6 +533,29 @@ final class ConcurrentReads {
         var saves: [Double] = []
         /// Strata: the `saveToStore()` / `save()` call alone, per save.
         var saveCalls: [Double] = []
+        /// The import's phases (monotonic ns), to tell which one slow reads started in.
+        var phases: [(phase: Phase, from: UInt64, to: UInt64)] = []
+    }
+
+    enum Phase: String, CaseIterable {
+        case inserting = "inserting objects (raw: the whole transaction)"
+        case saveCall = "in the save call"
+        case afterSave = "after the save call (context released, merges)"
+        case outside = "before or after the import"
+    }
+
+    /// Reads over 1 ms by the import phase they started in: count and worst.
+    static func slowReadsByPhase(_ runs: [PageRun]) -> [(Phase, Int, Double)] {
+        var byPhase: [Phase: (Int, Double)] = [:]
+        for run in runs {
+            for read in run.reads?.slow ?? [] {
+                let phase = run.phases.first { read.start >= $0.from && read.start < $0.to }?.phase ?? .outside
+                let latency = Double(read.end - read.start) * 1e-9
+                let old = byPhase[phase] ?? (0, 0)
+                byPhase[phase] = (old.0 + 1, max(old.1, latency))
+            }
+        }
+        return Phase.allCases.compactMap { phase in byPhase[phase].map { (phase, $0.0, $0.1) } }
     }
 
     private func importRows(round: Int, save: Int) -> [ItemRow] {
@@ -514,7 +572,12 @@ final class ConcurrentReads {
         let limit = pageSize
         let reader = reads ? PagingThread(name: "strata-main-reader", period: period, warmup: sizes.warmupReads,
                                           target: route == nil ? sizes.idleReads : nil, seed: 7 + UInt64(round)) { start in
-            try main.performAndWait { try ItemPages.strata(main, from: start, limit: limit) }
+            try main.performAndWait {
+                let entered = monotonicNanos()
+                var page = try ItemPages.strata(main, from: start, limit: limit)
+                page.entered = entered
+                return page
+            }
         } : nil
         reader?.waitUntilWarm()
         if let route {
@@ -522,6 +585,7 @@ final class ConcurrentReads {
                 let rows = importRows(round: round, save: save)
                 let context = route == .update ? container.newUpdateContext() : container.newBackgroundContext()
                 var call = 0.0
+                var marks: [UInt64] = [monotonicNanos()]
                 let (_, seconds) = try timed {
                     try context.performAndWait {
                         for row in rows {
@@ -531,14 +595,19 @@ final class ConcurrentReads {
                             o[attribute: "number"] = row.number
                         }
                         let began = clock.now
+                        marks.append(monotonicNanos())
                         if route == .update { try context.saveToStore() } else { try context.save() }
+                        marks.append(monotonicNanos())
                         call = (clock.now - began).seconds
                     }
                 }
                 withExtendedLifetime(context) {}
                 run.saves.append(seconds)
                 run.saveCalls.append(call)
+                run.phases += [(.inserting, marks[0], marks[1]), (.saveCall, marks[1], marks[2]), (.afterSave, marks[2], UInt64.max)]
+                if run.phases.count > 3 { run.phases[run.phases.count - 4].to = marks[0] }
             }
+            run.phases[run.phases.count - 1].to = monotonicNanos()
             run.reads = try reader?.stopAndJoin()
         } else {
             run.reads = try reader?.join()
@@ -566,7 +635,9 @@ final class ConcurrentReads {
             for save in 0..<sizes.saves {
                 let rows = importRows(round: round, save: save)
                 let first = Int64(sizes.baseRows + save * sizes.importRows + 1)
+                let from = monotonicNanos()
                 run.saves.append(try timed { try writer.save(rows, firstKey: first) }.1)
+                run.phases.append((.inserting, from, monotonicNanos()))
             }
             run.reads = try reader?.stopAndJoin()
         } else {
@@ -689,6 +760,34 @@ final class ConcurrentReads {
         line("raw SQLite, store idle", rawIdle, alone: nil, goals: false)
         line("raw SQLite, during its import", rawReads, alone: rawAlone, goals: true)
         lines.append("")
+        lines.append("Reads over 1 ms, by what the import was doing when they started (all rounds):")
+        lines.append("")
+        lines.append("| side, route | phase | reads over 1 ms | worst |")
+        lines.append("|---|---|---:|---:|")
+        var slowKeys = [("Strata, store idle", "strata idle")]
+        for route in Route.allCases { slowKeys.append(("Strata, route \(route.rawValue)", "strata \(route.rawValue) reads")) }
+        slowKeys += [("raw SQLite, store idle", "raw idle"), ("raw SQLite, during its import", "raw reads")]
+        for (label, key) in slowKeys {
+            let slow = Self.slowReadsByPhase(runs[key] ?? [])
+            if slow.isEmpty { lines.append("| \(label) | | 0 | |") }
+            for (phase, count, worst) in slow { lines.append("| \(label) | \(phase.rawValue) | \(count) | \(ms(worst)) |") }
+        }
+        lines.append("")
+        lines.append("Each read over 1 ms: its number in its round (warm-up included; the reading context keeps every object it fetched, "
+                     + "about 50 more a read), its latency, the wait for main's queue (Strata), and its thread's CPU time in it:")
+        lines.append("")
+        for (label, key) in slowKeys {
+            var items: [String] = []
+            for run in runs[key] ?? [] {
+                for read in run.reads?.slow ?? [] {
+                    let phase = run.phases.first { read.start >= $0.from && read.start < $0.to }?.phase ?? .outside
+                    items.append("#\(read.index) \(ms(Double(read.end - read.start) * 1e-9)) (queue \(ms(Double(read.queueWait) * 1e-9)), "
+                                 + "CPU \(ms(Double(read.cpu) * 1e-9)), \(phase == .outside ? "no import" : phase.rawValue))")
+                }
+            }
+            if !items.isEmpty { lines.append("- \(label): " + items.joined(separator: "; ")) }
+        }
+        lines.append("")
         sections.append(lines.joined(separator: "\n"))
     }
 
@@ -704,6 +803,10 @@ final class ConcurrentReads {
         }
         if !run.saveCalls.isEmpty {
             parts.append("(save calls " + run.saveCalls.map { Unit.milliseconds.format($0) }.joined(separator: " ") + ")")
+        }
+        let slow = slowReadsByPhase([run])
+        if !slow.isEmpty {
+            parts.append("reads > 1 ms: " + slow.map { "\($0.1) \($0.0.rawValue) (worst \(Unit.milliseconds.format($0.2)))" }.joined(separator: ", "))
         }
         return parts.joined(separator: "; ")
     }

@@ -14,7 +14,7 @@ internal import StrataSQLite
 /// let coordinator = try StoreCoordinator(model: model, url: URL(filePath: "/tmp/goods.sqlite"))
 /// let context = coordinator.newContext()
 /// ```
-// `connection`, `reservedKeys`, `refreshModelJSON`, `knownDataVersion` and `knownEntityGenerations`
+// `connection`, `refreshModelJSON`, `knownDataVersion` and `knownEntityGenerations`
 // are touched only inside `lock.withLock` (here and in StoreCoordinator+Commit.swift, through
 // `withConnection`); everything else is immutable after init.
 // @unchecked Sendable because every mutable property is guarded by `lock`, as listed above.
@@ -56,7 +56,10 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// in-memory store or another journal mode, whose reads share the writer connection).
     let readers: ReaderPool?
     /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out.
-    private var reservedKeys: [(next: Int64, end: Int64, block: Int64)] = []
+    /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out. Its own
+    /// lock, so that an insert served from a reserved block never waits for a commit (which
+    /// holds `lock` for its whole transaction); taken inside `lock`, never the other way round.
+    private let reservedKeys = Locked<[(next: Int64, end: Int64, block: Int64)]>([])
     var refreshModelJSON: Bool
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty.
@@ -233,7 +236,7 @@ public final class StoreCoordinator: @unchecked Sendable {
             try StoreCoordinator.upgradeEntityTable(db)
             try db.cachedStatement("UPDATE strata_meta SET store_uuid = ?, nonce = ? WHERE id = 1")
                 .execute(.text(newUUID.uuidString), .blob(StoreCoordinator.randomNonce()))
-            reservedKeys = []
+            reservedKeys.withLock { $0 = [] }
             uuid = newUUID
             knownEntityGenerations = try StoreCoordinator.readMetadata(db).entityGenerations
         }
@@ -385,14 +388,22 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// changes no row a fetch can see, so it does not bump the generation. Keys of a block left
     /// unused when the process ends are skipped, never reused.
     func reservePrimaryKey(for info: EntityInfo) throws -> Int64 {
-        try withConnection { db in
-            if reservedKeys.isEmpty { reservedKeys = Array(repeating: (0, 0, 32), count: model.schema.infos.count) }
-            let range = reservedKeys[info.ordinal]
-            if range.next < range.end {
-                reservedKeys[info.ordinal].next += 1
+        let count = model.schema.infos.count
+        /// The next key of the entity's block, or `nil` when the block is used up.
+        func take() -> Int64? {
+            reservedKeys.withLock { blocks in
+                if blocks.isEmpty { blocks = Array(repeating: (0, 0, 32), count: count) }
+                let range = blocks[info.ordinal]
+                guard range.next < range.end else { return nil }
+                blocks[info.ordinal].next += 1
                 return range.next
             }
-            let block = min(range.block * 2, 65_536)
+        }
+        if let key = take() { return key }
+        return try withConnection { db in
+            // Another thread may have reserved a block while this one waited for the connection.
+            if let key = take() { return key }
+            let block = min(reservedKeys.withLock { $0[info.ordinal].block } * 2, 65_536)
             let entity = info.name
             // A read-only store: keys for objects that can never be saved, past every stored
             // one, reserved in memory only (an insert works; its save is refused).
@@ -408,7 +419,7 @@ public final class StoreCoordinator: @unchecked Sendable {
                 try update.execute(.integer(first + block), .text(entity))
                 return first
             }
-            reservedKeys[info.ordinal] = (first + 1, isReadOnly ? Int64.max : first + block, block)
+            reservedKeys.withLock { $0[info.ordinal] = (first + 1, isReadOnly ? Int64.max : first + block, block) }
             return first
         }
     }

@@ -132,8 +132,9 @@ import Testing
 
     /// An update context's `saveToStore()` through clean ancestors (the shortcut) holds no
     /// ancestor's queue while SQLite writes: with its commit held open at `writer.rows.written`,
-    /// main's queue serves a fetch and an edit; after the save returns, main has the saved rows
-    /// and keeps its own edit on top.
+    /// main's queue serves a fetch, an edit and an insert (its key from a block already
+    /// reserved, without the commit's lock); after the save returns, main has the saved rows and
+    /// keeps its own changes on top.
     @Test func mainServesReadsWhileAnUpdateContextsSaveCommits() throws {
         let directory = TemporaryDirectory()
         let container = try PersistentContainer(model: try Self.model(), url: directory.file("store.sqlite"))
@@ -174,6 +175,9 @@ import Testing
         Thread.detachNewThread {
             let count = try? main.performAndWait {
                 try main.existingObject(with: firstID).setValue("edited on main", forKey: "name")
+                // An insert takes its key from the block main's first insert reserved: no wait
+                // for the commit's lock.
+                try main.insert("Item").setValue("inserted on main", forKey: "name")
                 return try main.count(for: FetchRequest(entityName: "Item"))
             }
             seen.withLock { $0 = count }
@@ -183,13 +187,13 @@ import Testing
         release.signal()
         saved.wait()
         if !finished { served.wait() }
-        #expect(finished, "main's queue served a fetch while the update context's commit was held open")
-        #expect(seen.withLock { $0 } == 1)
+        #expect(finished, "main's queue served a fetch, an edit and an insert while the update context's commit was held open")
+        #expect(seen.withLock { $0 } == 2)
         #expect(result.withLock { $0 } == 2)
         let after = try main.performAndWait {
             (try main.count(for: FetchRequest(entityName: "Item")),
              try main.existingObject(with: firstID).value(forKey: "name") as? String, main.hasChanges)
         }
-        #expect(after.0 == 11 && after.1 == "edited on main" && after.2)
+        #expect(after.0 == 12 && after.1 == "edited on main" && after.2)
     }
 }
