@@ -155,6 +155,8 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .string(let v): "\"\(v)\""
         case .binary(let v): "<\(v.count) bytes>"
+        // Foundation's Date.description stops on a date that is not finite (a NaN read from JSON).
+        case .date(let v) where !v.timeIntervalSinceReferenceDate.isFinite: "date(\(v.timeIntervalSinceReferenceDate))"
         default: "\(swiftValue)"
         }
     }

@@ -152,7 +152,15 @@ enum ModelValidator {
                 if let pattern = attribute.regex, (try? NSRegularExpression(pattern: pattern)) == nil {
                     problems.append("\(entity.name).\(attribute.name): regex '\(pattern)' does not compile")
                 }
-                if case .double(let v)? = attribute.defaultValue, v.isNaN {
+                // A float is stored as a REAL too, and a date as its seconds: NaN in any of them
+                // would read back as NULL (and, as a model's value, never equals itself).
+                let isNaN: Bool = switch attribute.defaultValue {
+                case .double(let v)?: v.isNaN
+                case .float(let v)?: v.isNaN
+                case .date(let v)?: v.timeIntervalSinceReferenceDate.isNaN
+                default: false
+                }
+                if isNaN {
                     problems.append("\(entity.name).\(attribute.name): NaN cannot be stored (SQLite stores NaN as NULL)")
                 }
             }
