@@ -122,6 +122,7 @@ extension EntityMacro {
         }
         if options.isIndexed { text += ", isIndexed: true" }
         if let value = options.arguments["renamingIdentifier"] { text += ", renamingIdentifier: \(value.trimmedDescription)" }
+        if options.preservesValueOnDeletion { text += ", preservesValueOnDeletion: true" }
         return text
     }
 

@@ -89,6 +89,7 @@ enum Storage {
 
 struct AttributeOptions {
     var isIndexed = false
+    var preservesValueOnDeletion = false
     /// Labelled arguments passed on as they are: `minValue`, `maxValue`, `minLength`, `maxLength`,
     /// `regex`, `renamingIdentifier` (in `Attribute.init`'s order).
     var arguments: [String: ExprSyntax] = [:]
@@ -364,11 +365,14 @@ enum PropertyAnalysis {
         guard case .argumentList(let arguments)? = node.arguments else { return options }
         for argument in arguments {
             guard let label = argument.label?.text else {
-                if let member = argument.expression.as(MemberAccessExprSyntax.self), member.declName.baseName.text == "indexed" {
+                let member = argument.expression.as(MemberAccessExprSyntax.self)?.declName.baseName.text
+                if member == "indexed" {
                     options.isIndexed = true
+                } else if member == "preserveValueOnDeletion" {
+                    options.preservesValueOnDeletion = true
                 } else {
                     diagnostics.append(Diagnostic(node: argument.expression, message: EntityDiagnostic.error(
-                        "'\(argument.expression.trimmedDescription)' is not an @Attribute option: the option is .indexed (Strata has no unique constraint)")))
+                        "'\(argument.expression.trimmedDescription)' is not an @Attribute option: the options are .indexed and .preserveValueOnDeletion (Strata has no unique constraint)")))
                     return nil
                 }
                 continue

@@ -494,7 +494,7 @@ struct EntityDiagnosticTests {
                     ╰─ 🛑 a persistent property needs a plain name: write 'var name: Type'
                 @Attribute(.unique) var code: String
                            ┬──────
-                           ╰─ 🛑 '.unique' is not an @Attribute option: the option is .indexed (Strata has no unique constraint)
+                           ╰─ 🛑 '.unique' is not an @Attribute option: the options are .indexed and .preserveValueOnDeletion (Strata has no unique constraint)
             }
             """
         }

@@ -38,7 +38,8 @@ import Testing
             #expect(statistics.executions(startingWith: "BEGIN IMMEDIATE") == 1)
             #expect(statistics.executions(of: .update, entity: "Good") == 1)
             #expect(statistics.executions(of: .select) == 0)
-            #expect(statistics.totalExecuted == 6)     // BEGIN, UPDATE "Good", strata_meta, strata_entity, PRAGMA data_version, COMMIT
+            // BEGIN, UPDATE "Good", strata_meta, strata_entity, the history's transaction and change, COMMIT
+            #expect(statistics.totalExecuted == 7)
 
             coordinator.resetStatistics()
             try context.save()                         // nothing pending

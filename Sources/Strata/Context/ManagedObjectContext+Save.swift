@@ -42,7 +42,7 @@ extension ManagedObjectContext {
             acceptPendingChanges()
             return nil
         }
-        let outcome = try coordinator.commit(changes, policy: policy, origin: name)
+        let outcome = try coordinator.commit(changes, policy: policy, origin: name, author: author)
         KillPoint.hit("committed", in: name)
         let (rows, removed) = finishSave(outcome.resolutions, committed: true,
                                          gather: isObserved || coordinator.hasMergingRoots(besides: self))
@@ -123,11 +123,11 @@ extension ManagedObjectContext {
         for ancestor in ancestors {
             guard ancestor.performAndWait({ !ancestor.hasChanges }) else { return nil }
         }
-        let policy = root.performAndWait { root.policy }
+        let (policy, rootAuthor) = root.performAndWait { (root.policy, root.author) }
         let predicted = predictedRows(inserting: changes.inserted, withMembers: changes.insertedWithMembers)
         // The store is the root's business: its policy decides, and its kill points carry its
         // name (`writer.transaction.begun`, …), as when each level saves.
-        let outcome = try coordinator.commit(changes, policy: policy, origin: root.name)
+        let outcome = try coordinator.commit(changes, policy: policy, origin: root.name, author: author ?? rootAuthor)
         let rows = predicted.applying(outcome.resolutions)
         // Each ancestor forwards to its other children, not to the next one down: that one
         // merges right after, on this thread, before saveToStore returns.

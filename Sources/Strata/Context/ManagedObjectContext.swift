@@ -48,6 +48,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var goneElsewhere = Set<ObjectID>()
 
     var policy: MergePolicy = .error
+    var author: String?
     let mergesFromParent = Atomic<Bool>(false)
     let children = Locked<[WeakContext]>([])
     let listeners = Locked(ContextListeners())
@@ -82,6 +83,16 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public var mergePolicy: MergePolicy {
         get { assertOnQueue(); return policy }
         set { assertOnQueue(); policy = newValue }
+    }
+
+    /// The author the store's history records for this context's commits (Core Data's
+    /// `transactionAuthor`): ``HistoryTransaction/author``, and what
+    /// ``StoreCoordinator/history(after:author:)`` filters on. A child's save records nothing
+    /// itself; its parent's save to the store records the parent's author (an update context's
+    /// ``saveToStore()`` through clean ancestors records its own, else the root's).
+    public var transactionAuthor: String? {
+        get { assertOnQueue(); return author }
+        set { assertOnQueue(); author = newValue }
     }
 
     /// When true, this context merges what others save: for a root context, every save of another

@@ -314,7 +314,7 @@ public struct LightweightMigration: Sendable {
             return
         }
         var oldTables: [String] = []
-        try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'strata_meta' AND name NOT LIKE 'strata_entity'")
+        try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT IN ('strata_meta', 'strata_entity', 'strata_history', 'strata_history_change')")
             .forEachRow { oldTables.append($0.string(at: 0)) }
         var indexes: [String] = []
         try db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").forEachRow { indexes.append($0.string(at: 0)) }
@@ -358,6 +358,11 @@ public struct LightweightMigration: Sendable {
         try db.prepare("UPDATE strata_meta SET generation = ?, nonce = ?, model_version = ?, model_hash = ?, model_json = ? WHERE id = 1")
             .execute(.integer(generation), .blob(nonce), .text(destination.versionIdentifier), .text(destination.versionHash),
                      .text(String(decoding: destination.jsonData(), as: UTF8.self)))
+        // The history says a migration happened here (its rows are not listed: a follower whose
+        // copy is older reads the store again).
+        try HistoryLog.createTables(db)
+        try HistoryLog.write(db, token: generation, record: HistoryLog.Record(kind: .migration, author: nil, context: nil),
+                             writer: StoreCoordinator.randomNonce(), origin: nil)
         KillPoint.hit("migration.meta.updated")
     }
 }

@@ -63,8 +63,8 @@
 @attached(extension, conformances: PersistentEntity)
 public macro Entity(_ name: String? = nil) = #externalMacro(module: "StrataMacros", type: "EntityMacro")
 
-/// Sets an `@Entity` property's ``Attribute`` options: `.indexed`, validation bounds, a regular
-/// expression and the previous version's name for a lightweight rename.
+/// Sets an `@Entity` property's ``Attribute`` options: `.indexed`, `.preserveValueOnDeletion`,
+/// validation bounds, a regular expression and the previous version's name for a lightweight rename.
 ///
 /// ```swift
 /// @Attribute(.indexed, maxLength: 80) var name: String
@@ -110,5 +110,8 @@ extension Attribute {
     public enum Option: Sendable, Hashable {
         /// The column gets its own index (``Attribute/isIndexed``).
         case indexed
+        /// A delete keeps the attribute's last value in the store's history
+        /// (``Attribute/preservesValueOnDeletion``), as SwiftData's option of the same name.
+        case preserveValueOnDeletion
     }
 }

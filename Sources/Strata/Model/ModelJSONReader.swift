@@ -107,6 +107,11 @@ struct ModelJSONReader {
         attribute.regex = regex.value
         attribute.isIndexed = isIndexed
         attribute.renamingIdentifier = renaming.value
+        switch fields["preservesValueOnDeletion"] {
+        case nil: break
+        case .bool(let preserves)?: attribute.preservesValueOnDeletion = preserves
+        default: return nil
+        }
         return attribute
     }
 

@@ -50,6 +50,13 @@ final class ReaderPool: Sendable {
         return connection
     }
 
+    /// A reader of its own, outside the pool and its statistics (the follower's: its reads are
+    /// background work, not the app's). The caller closes it.
+    func openDetached() throws -> Connection {
+        precondition(!state.withLock(\.closed), "StoreCoordinator used after close(): open a new coordinator.")
+        return try open()
+    }
+
     /// Runs `body` with a reader no other thread uses.
     func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
         let taken: Connection? = state.withLock { state in

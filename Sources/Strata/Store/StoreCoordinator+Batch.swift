@@ -84,7 +84,9 @@ extension StoreCoordinator {
                     if missing > 0 { throw BatchError.missingDestinations(entity: info.name, key: relationship.name, count: Int(missing)) }
                 }
                 KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
-                let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin)
+                var history = HistoryLog.Record(kind: .batchInsert, author: transactionAuthor, context: nil)
+                if historyOptions.isEnabled { history.add(info.name, .insert, Array(first..<(first + count))) }
+                let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin, history: history)
                 return (first, generation)
             }
         }
@@ -183,8 +185,17 @@ extension StoreCoordinator {
                 let (_, changed) = try db.rowIDs(changedIn: info.name, by: .update) { try update.execute() }
                 guard !changed.isEmpty else { return ([], nil) }
                 KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
-                let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin)
-                return (changed.sorted(), generation)
+                let keys = changed.sorted()
+                var history = HistoryLog.Record(kind: .batchUpdate, author: transactionAuthor, context: nil)
+                if historyOptions.isEnabled {
+                    // One record for every row: they all took the same values. (What their to-ones
+                    // named before is not read: a follower reads those entities again.)
+                    var set = attributeIndexes.map { HistoryLog.quote(info.attributes[$0].name) + ":" + HistoryLog.encode(template.attributes[$0]) }
+                    set += toOneIndexes.map { HistoryLog.quote(info.toOnes[$0].name) + ":" + (template.toOnes[$0].map { String($0) } ?? "null") }
+                    history.add(info.name, .update, keys, "{\"set\":{" + set.joined(separator: ",") + "}}")
+                }
+                let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin, history: history)
+                return (keys, generation)
             }
         }
         guard let generation = result.1 else {
@@ -223,16 +234,20 @@ extension StoreCoordinator {
             case .nullify: return related.nullify != nil || related.inverseIsRequired
             }
         } || info.toManyStorage.contains { if case .joinTable = $0 { true } else { false } }
+        // Attributes kept in the history's record of a delete are read before the rows go.
+        let keepsValues = historyOptions.isEnabled && HistoryLog.keepsValues(info)
         let result: ([Int64], Int64?, Set<String>) = try withConnection { db in
             try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
-                if let plan, plan.windowSQL.isEmpty, !needsKeysFirst {
+                var history = HistoryLog.Record(kind: .batchDelete, author: transactionAuthor, context: nil)
+                if let plan, plan.windowSQL.isEmpty, !needsKeysFirst, !keepsValues {
                     // Nothing to check or write beside the rows: one DELETE by the request's own
                     // condition, as a plain DELETE is, with the keys from SQLite's update hook.
                     let keys = try deleteSelected(db, plan)
                     guard !keys.isEmpty else { return ([], nil, []) }
                     KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
-                    let (generation, _) = try stampCommit(db, touching: [info.name], origin: StoreCoordinator.batchOrigin)
+                    if historyOptions.isEnabled { history.add(info.name, .delete, keys) }
+                    let (generation, _) = try stampCommit(db, touching: [info.name], origin: StoreCoordinator.batchOrigin, history: history)
                     return (keys, generation, [info.name])
                 }
                 let keys: [Int64]
@@ -268,7 +283,7 @@ extension StoreCoordinator {
                     return Int(counter.int64(at: 0))
                 }
                 // Refusals first, so that nothing is changed when one applies.
-                var nullifications: [(sql: String, destination: String)] = []
+                var nullifications: [(sql: String, destination: String, inverse: String?)] = []
                 for relationship in info.entity.relationships {
                     guard let related = try relatedSQL(info, relationship) else { continue }
                     switch relationship.deleteRule {
@@ -287,14 +302,27 @@ extension StoreCoordinator {
                             let n = try count(related.select)
                             if n > 0 { throw BatchError.requiredInverse(entity: info.name, relationship: relationship.name, related: n) }
                         }
-                        nullifications.append((nullify, relationship.destination))
+                        nullifications.append((nullify, relationship.destination, relationship.inverse))
                     }
                 }
                 // Whether anything but the rows themselves was written before their DELETE.
                 var wroteOthers = false
-                for (sql, destination) in nullifications {
-                    try db.prepare(sql).execute(json())
-                    if db.changes > 0 { touched.insert(destination); wroteOthers = true }
+                for (sql, destination, inverse) in nullifications {
+                    let (_, cleared) = try db.rowIDs(changedIn: destination, by: .update) { try db.prepare(sql).execute(json()) }
+                    if !cleared.isEmpty { touched.insert(destination); wroteOthers = true }
+                    if historyOptions.isEnabled, let inverse, !cleared.isEmpty {
+                        history.add(destination, .update, cleared.sorted(), "{\"set\":{" + HistoryLog.quote(inverse) + ":null}}")
+                    }
+                }
+                if keepsValues {
+                    // The kept attributes' last values, one record per row.
+                    var rows: [(Int64, RowSnapshot)] = []
+                    let select = try db.prepare(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?)) ORDER BY 1")
+                    try select.bind([json()])
+                    try select.forEachRow { rows.append(($0.int64(at: 0), RowSnapshot(statement: $0, info: info))) }
+                    for (key, row) in rows { history.add(info.name, .delete, [key], HistoryLog.deleteData(info, old: row)) }
+                } else if historyOptions.isEnabled {
+                    history.add(info.name, .delete, keys)
                 }
                 // Join rows go with their rows, whatever the rule (they are storage, not objects).
                 for (index, relationship) in info.toManys.enumerated() {
@@ -314,7 +342,7 @@ extension StoreCoordinator {
                     try db.prepare("DELETE FROM \(info.table) WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))").execute(json())
                 }
                 KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
-                let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin)
+                let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin, history: history)
                 return (keys, generation, touched)
             }
         }
@@ -379,6 +407,7 @@ extension StoreCoordinator {
 
     /// After a batch commit: refresh the section caches it outdated and tell every context.
     private func finishBatch(touched: Set<String>, deleted: Set<ObjectID>, generation: Int64) {
+        noteOwnCommit(generation: generation, touched: touched)
         // Keys unknown to the caches' logs: their next refresh re-runs the request. (Noted after
         // the lock: a log that sees generations out of order only starts again.)
         noteCommit(generation: generation, touched: touched) { _ in nil }

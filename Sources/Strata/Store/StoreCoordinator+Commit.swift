@@ -17,7 +17,7 @@ extension StoreCoordinator {
     ///
     /// `origin` is the name of the root context that commits: the kill points inside the
     /// transaction are named after it (`writer.transaction.begun`).
-    func commit(_ changes: StoreChanges, policy: MergePolicy, origin: String?) throws -> CommitOutcome {
+    func commit(_ changes: StoreChanges, policy: MergePolicy, origin: String?, author: String? = nil) throws -> CommitOutcome {
         precondition(!changes.isEmpty, "commit called with nothing to write")
         try refuseWriteIfReadOnly("a save")
         let outcome: CommitOutcome = try withConnection { db in
@@ -28,6 +28,18 @@ extension StoreCoordinator {
                 // Whether any row changed: a save whose every change resolved to their version
                 // writes nothing and must not bump the generation.
                 var wrote = false
+                // What the history records: the rows as they were written.
+                let recording = historyOptions.isEnabled
+                var history = HistoryLog.Record(kind: .save, author: author, context: origin)
+                var deletedKeys: [String: [Int64]] = [:]
+                func recordDelete(_ info: EntityInfo, _ key: Int64, _ original: RowSnapshot) {
+                    guard recording else { return }
+                    if HistoryLog.keepsValues(info) {
+                        history.add(info.name, .delete, [key], HistoryLog.deleteData(info, old: original))
+                    } else {
+                        deletedKeys[info.name, default: []].append(key)
+                    }
+                }
                 /// Runs the policy on a row whose optimistic write found another version.
                 func resolve(_ info: EntityInfo, _ key: Int64, original: RowSnapshot, ours: RowSnapshot?) throws -> (RowSnapshot?, ConflictOutcome?) {
                     let theirs = try StoreCoordinator.readRow(db, info, key)
@@ -43,13 +55,17 @@ extension StoreCoordinator {
                     try db.cachedStatement(info.deleteSQL).execute(.integer(key), .integer(original.version))
                     guard db.changes == 0 else {
                         wrote = true
+                        recordDelete(info, key, original)
                         continue
                     }
                     let id = ObjectID(entity: info.internedName, primaryKey: key)
                     switch try resolve(info, key, original: original, ours: nil) {
-                    case (_, nil), (_, .delete?):
+                    case (let theirs, nil), (let theirs, .delete?):
                         try db.cachedStatement(info.forceDeleteSQL).execute(.integer(key))
-                        wrote = wrote || db.changes > 0
+                        if db.changes > 0 {
+                            wrote = true
+                            recordDelete(info, key, theirs ?? original)
+                        }
                     case (_, .adoptTheirs(let theirs)?):
                         resolutions[id] = .adoptedTheirs(theirs)
                     case (_, .adoptDeletion?), (_, .write?):
@@ -87,6 +103,17 @@ extension StoreCoordinator {
                     try danglingKeys.check(entity, id.primaryKey, row, original: nil)
                     wrote = true
                 }
+                if recording {
+                    // Runs of one entity: one record each (their keys are mostly one range).
+                    var start = 0
+                    while start < changes.inserted.count {
+                        let entity = changes.inserted[start].0.entity
+                        var end = start
+                        while end < changes.inserted.count, changes.inserted[end].0.entity === entity { end += 1 }
+                        history.add(changes.inserted[start].0.entityName, .insert, changes.inserted[start..<end].map(\.0.primaryKey))
+                        start = end
+                    }
+                }
                 statements.removeAll(keepingCapacity: true)
                 for (info, key, row, original) in changes.updated {
                     let update = try statement(info, info.updateSQL)
@@ -96,16 +123,19 @@ extension StoreCoordinator {
                     try update.execute()
                     guard db.changes == 0 else {
                         wrote = true
+                        if recording, let data = HistoryLog.updateData(info, new: row, old: original) { history.add(info.name, .update, [key], data) }
                         continue
                     }
                     let id = ObjectID(entity: info.internedName, primaryKey: key)
                     switch try resolve(info, key, original: original, ours: row) {
-                    case (_, nil):
+                    case (let theirs, nil):
                         resolutions[id] = .written(try StoreCoordinator.forceUpdate(db, info, key, row))
                         wrote = true
-                    case (_, .write(let merged)?):
+                        if recording, let data = HistoryLog.updateData(info, new: row, old: theirs ?? original) { history.add(info.name, .update, [key], data) }
+                    case (let theirs, .write(let merged)?):
                         resolutions[id] = .written(try StoreCoordinator.forceUpdate(db, info, key, merged))
                         wrote = true
+                        if recording, let data = HistoryLog.updateData(info, new: merged, old: theirs ?? original) { history.add(info.name, .update, [key], data) }
                     case (_, .adoptTheirs(let theirs)?):
                         resolutions[id] = .adoptedTheirs(theirs)
                     case (_, .adoptDeletion?), (_, .delete?):
@@ -124,18 +154,23 @@ extension StoreCoordinator {
                 // Membership is not part of a row, so a row conflict does not drop it, unless one
                 // side's row was deleted by someone else.
                 func gone(_ id: ObjectID) -> Bool { resolutions[id] == .deletedByThem }
+                var links = HistoryLinks()
                 for (owner, other, table, a, b) in changes.joinDeletes where !gone(owner) && !gone(other) {
                     try db.cachedStatement("DELETE FROM \(table) WHERE \"a\" = ? AND \"b\" = ?").execute(.integer(a), .integer(b))
                     wrote = wrote || db.changes > 0
+                    if recording, db.changes > 0 { links.note(owner, other, table, added: false, schema: model.schema) }
                 }
                 for (owner, other, table, a, b) in changes.joinInserts where !gone(owner) && !gone(other) {
                     try db.cachedStatement("INSERT OR IGNORE INTO \(table) (\"a\", \"b\") VALUES (?, ?)").execute(.integer(a), .integer(b))
                     wrote = wrote || db.changes > 0
+                    if recording, db.changes > 0 { links.note(owner, other, table, added: true, schema: model.schema) }
                 }
                 guard wrote else { return CommitOutcome(result: nil, resolutions: resolutions) }
+                for (entity, keys) in deletedKeys.sorted(by: { $0.key < $1.key }) { history.add(entity, .delete, keys) }
+                links.record(into: &history)
                 KillPoint.hit("rows.written", in: origin)
                 let touched = changes.touchedEntities.union(references.nullified.keys)
-                let (generation, nonce) = try stampCommit(db, touching: touched, origin: origin)
+                let (generation, nonce) = try stampCommit(db, touching: touched, origin: origin, history: history)
                 if refreshModelJSON {
                     // Same hash, newer defaults or validation rules: keep the stored model current.
                     try db.cachedStatement("UPDATE strata_meta SET model_version = ?, model_json = ? WHERE id = 1")
@@ -147,6 +182,10 @@ extension StoreCoordinator {
             }
             if let result = outcome.result {
                 refreshModelJSON = false                    // under the lock, once COMMIT succeeded
+                // Our own commit is no news for the follower, unless another connection
+                // committed since it last looked: then it reads both, and skips ours (found by a
+                // model test: an edit from another process went unreported after our next save).
+                noteOwnCommit(generation: result.generation, touched: result.touchedEntities)
                 noteCommit(generation: result.generation, touched: result.touchedEntities) { entities in
                     guard var keys = changes.writtenKeys(of: entities, limit: CacheRefreshLog.keyLimit) else { return nil }
                     for (entity, nullified) in outcome.nullified where entities.contains(entity) { keys[entity, default: []] += nullified }
@@ -166,7 +205,7 @@ extension StoreCoordinator {
     /// generation with a fresh nonce and stamps the touched entities with both, so that no
     /// section cache written before it can pass for current. Call under the lock, inside the
     /// transaction, after the rows are written.
-    func stampCommit(_ db: Connection, touching touched: Set<String>, origin: String?) throws -> (Int64, Data) {
+    func stampCommit(_ db: Connection, touching touched: Set<String>, origin: String?, history: HistoryLog.Record) throws -> (Int64, Data) {
         let nonce = StoreCoordinator.randomNonce()
         let bump = try db.cachedStatement(
             "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation")
@@ -180,12 +219,14 @@ extension StoreCoordinator {
                 .execute(.integer(generation), .blob(nonce), .text(entity))
         }
         KillPoint.hit("entities.stamped", in: origin)
-        // Our own commit is no news for processExternalChanges (data_version ignores it too),
-        // unless another connection committed since it last looked: its changes to the
-        // entities we touched must stay news (found by a model test: an edit from another
-        // process went unreported after our next save).
-        if try db.pragma("data_version") == knownDataVersion {
-            for entity in touched { knownEntityGenerations[entity] = generation }
+        // The history, in the same transaction: it lists a commit exactly when the commit happened.
+        if historyOptions.isEnabled {
+            try HistoryLog.write(db, token: generation, record: history, writer: writerID, origin: origin)
+            commitsSincePrune += 1
+            if commitsSincePrune >= 64 {
+                commitsSincePrune = 0
+                try HistoryLog.prune(db, token: generation, options: historyOptions)
+            }
         }
         return (generation, nonce)
     }
@@ -277,6 +318,43 @@ struct StoreChanges {
 
     var isEmpty: Bool {
         inserted.isEmpty && updated.isEmpty && deleted.isEmpty && joinInserts.isEmpty && joinDeletes.isEmpty
+    }
+}
+
+/// A commit's many-to-many membership changes, by owner, for the history: `{"add":{"tags":[3]},"remove":{…}}`.
+struct HistoryLinks {
+    private var changes: [ObjectID: (add: [String: [Int64]], remove: [String: [Int64]])] = [:]
+    private var order: [ObjectID] = []
+
+    mutating func note(_ owner: ObjectID, _ other: ObjectID, _ table: String, added: Bool, schema: Schema) {
+        guard let info = schema.info(of: owner) else { return }
+        var relationship: String?
+        for (index, storage) in info.toManyStorage.enumerated() {
+            if case .joinTable(let t, _, _) = storage, t == table, info.toManys[index].destination == other.entityName {
+                relationship = info.toManys[index].name
+                break
+            }
+        }
+        guard let relationship else { return }
+        if changes[owner] == nil { order.append(owner) }
+        if added {
+            changes[owner, default: ([:], [:])].add[relationship, default: []].append(other.primaryKey)
+        } else {
+            changes[owner, default: ([:], [:])].remove[relationship, default: []].append(other.primaryKey)
+        }
+    }
+
+    func record(into history: inout HistoryLog.Record) {
+        func part(_ name: String, _ members: [String: [Int64]]) -> String? {
+            guard !members.isEmpty else { return nil }
+            let fields = members.sorted { $0.key < $1.key }.map { HistoryLog.quote($0.key) + ":" + HistoryLog.encodeKeys($0.value) }
+            return HistoryLog.quote(name) + ":{" + fields.joined(separator: ",") + "}"
+        }
+        for owner in order {
+            guard let change = changes[owner] else { continue }
+            let fields = [part("add", change.add), part("remove", change.remove)].compactMap { $0 }
+            history.add(owner.entityName, .update, [owner.primaryKey], "{" + fields.joined(separator: ",") + "}")
+        }
     }
 }
 

@@ -175,6 +175,7 @@ extension StoreCoordinator {
                     nonce BLOB NOT NULL DEFAULT x'') WITHOUT ROWID
                 """)
             for sql in model.schema.creationSQL { try db.execute(sql) }
+            try HistoryLog.createTables(db)
             try db.prepare("INSERT INTO strata_meta VALUES (1, ?, ?, 0, ?, ?, ?, ?, ?)").execute(
                 .text(uuid.uuidString), .integer(Int64(formatVersion)), .blob(randomNonce()),
                 .text(model.versionIdentifier), .text(model.versionHash),

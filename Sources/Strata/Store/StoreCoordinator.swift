@@ -14,8 +14,8 @@ internal import StrataSQLite
 /// let coordinator = try StoreCoordinator(model: model, url: URL(filePath: "/tmp/goods.sqlite"))
 /// let context = coordinator.newContext()
 /// ```
-// `connection`, `refreshModelJSON`, `knownDataVersion` and `knownEntityGenerations`
-// are touched only inside `lock.withLock` (here and in StoreCoordinator+Commit.swift, through
+// `followReader` is touched only under `followLock`.
+// `connection`, `refreshModelJSON` and `commitsSincePrune` are touched only inside `lock.withLock` (here and in StoreCoordinator+Commit.swift, through
 // `withConnection`); everything else is immutable after init.
 // @unchecked Sendable because every mutable property is guarded by `lock`, as listed above.
 public final class StoreCoordinator: @unchecked Sendable {
@@ -61,6 +61,23 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// holds `lock` for its whole transaction); taken inside `lock`, never the other way round.
     private let reservedKeys = Locked<[(next: Int64, end: Int64, block: Int64)]>([])
     var refreshModelJSON: Bool
+    /// ``StoreOptions/history``.
+    let historyOptions: HistoryOptions
+    /// 16 random bytes naming this coordinator in the history's `writer` column: the commits
+    /// it reads back there are its own (already merged into its contexts).
+    let writerID = StoreCoordinator.randomNonce()
+    /// Commits since the history was last pruned (guarded by `lock`).
+    var commitsSincePrune = 0
+    /// The author batch requests record in the history (a context's save records the
+    /// context's ``ManagedObjectContext/transactionAuthor``).
+    public var transactionAuthor: String? {
+        get { batchAuthor.withLock { $0 } }
+        set { batchAuthor.withLock { $0 = newValue } }
+    }
+    private let batchAuthor = Locked<String?>(nil)
+    /// Following other connections' commits (`nil` when not: in memory, or
+    /// ``HistoryOptions/followsOtherConnections`` off). Set once, at the end of init.
+    var follower: ExternalChangeFollower?
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty.
     ///
@@ -81,11 +98,13 @@ public final class StoreCoordinator: @unchecked Sendable {
         configuration.publicStatementArguments = options.publicStatementArguments
         configuration.pageChecksums = options.pageChecksums
         isReadOnly = options.readOnly
+        historyOptions = options.history
         if options.readOnly {
             (connection, uuid) = try StoreCoordinator.openReadOnly(path: path, model: model, options: options, configuration: configuration)
             refreshModelJSON = false
             readers = ReaderPool(path: path, configuration: connection.configuration)
             try noteStoreState()
+            startFollowing()
             return
         }
         // An existing file is opened once, and checked (perhaps migrated) on the connection kept:
@@ -103,6 +122,7 @@ public final class StoreCoordinator: @unchecked Sendable {
                 uuid = existing.uuid
                 refreshModelJSON = existing.modelJSON != String(decoding: model.jsonData(), as: UTF8.self)
                 try StoreCoordinator.upgradeEntityTable(connection)
+                try HistoryLog.createTables(connection)
             } else {
                 uuid = UUID()
                 refreshModelJSON = false
@@ -113,6 +133,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         }
         readers = options.journalMode == .wal ? ReaderPool(path: path, configuration: connection.configuration) : nil
         try noteStoreState()
+        startFollowing()
     }
 
     /// Opens a private in-memory store (for tests and scratch work).
@@ -122,6 +143,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         isReadOnly = false
         sectionCaches = nil
         incrementalCacheRefresh = options.incrementalCacheRefresh
+        historyOptions = options.history
         uuid = UUID()
         refreshModelJSON = false
         readers = nil
@@ -136,34 +158,35 @@ public final class StoreCoordinator: @unchecked Sendable {
         }
     }
 
-    /// What this coordinator last saw of the file: SQLite's `data_version` (changed by other
-    /// connections' commits only) and the per-entity generations.
-    var knownDataVersion: SQLiteValue = .null
-    var knownEntityGenerations: [String: Int64] = [:]
+    /// What this coordinator last saw of the store (the generation it has caught up with, and
+    /// the entities'), guarded by its own lock; `followLock` makes catch-ups one at a time.
+    let followState = Locked(FollowState())
+    let followLock = NSLock()
+    /// The follower's reader (opened at its first catch-up), used under `followLock` only.
+    var followReader: Connection?
 
     /// Finds commits made through other connections since the last look (another process,
-    /// another coordinator on the same file), and tells every context of this coordinator which
-    /// entities they touched: unchanged objects of those entities become faults (read again on
-    /// next access) and each context posts an objects-did-change with
-    /// ``ObjectChanges/entitiesChangedElsewhere``, on its own queue. A results controller re-runs
-    /// its request on it and reports the exact change set.
+    /// another coordinator on the same file) and brings every context up to date, as the
+    /// follower does by itself when ``HistoryOptions/followsOtherConnections`` is on (the
+    /// default): when the store's history lists every such commit, their rows are merged into
+    /// the contexts as a sibling context's save is (objects take the new values, results
+    /// controllers report exact change sets without re-running); when it does not (pruned,
+    /// written without history), each context hears which entities changed
+    /// (``ObjectChanges/entitiesChangedElsewhere``): unchanged objects become faults and results
+    /// controllers re-run their requests.
     ///
-    /// SQLite does not push such news: call this when the app may have missed some (on
-    /// activation, on a timer, after a helper process ran). It costs one `PRAGMA data_version`
-    /// when nothing happened. Returns the entities changed elsewhere.
+    /// Call it to choose the moment (a test, a program that follows nothing by itself). It costs
+    /// one read of the store's generation when nothing happened. Returns the entities changed
+    /// elsewhere.
     @discardableResult
     public func processExternalChanges() throws -> Set<String> {
-        let touched: Set<String> = try withConnection { db in
-            let version = try db.pragma("data_version")
-            guard version != knownDataVersion else { return [] }
-            knownDataVersion = version
-            let generations = try db.transaction(.deferred) { try StoreCoordinator.readMetadata(db) }.entityGenerations
-            defer { knownEntityGenerations = generations }
-            return Set(generations.filter { knownEntityGenerations[$0.key] != $0.value }.keys)
-        }
-        guard !touched.isEmpty else { return [] }
-        tellContexts(changed: touched)
-        return touched
+        try catchUpWithOtherConnections()
+    }
+
+    /// Roots of the context tree: the history's rows are merged into them, and each hands them
+    /// on to its children as any merge does.
+    func rootContexts() -> [ManagedObjectContext] {
+        contexts.withLock { $0.compactMap(\.context) }.filter { $0.parent == nil }
     }
 
     /// Tells every context of this coordinator that rows of `entities` changed without passing
@@ -182,9 +205,11 @@ public final class StoreCoordinator: @unchecked Sendable {
 
     /// Starts the bookkeeping of ``processExternalChanges()`` (at open).
     private func noteStoreState() throws {
-        try withConnection { db in
-            knownDataVersion = try db.pragma("data_version")
-            knownEntityGenerations = try StoreCoordinator.readMetadata(db).entityGenerations
+        let metadata = try withConnection { db in try StoreCoordinator.readMetadata(db) }
+        followState.withLock { state in
+            state.generation = metadata.generation
+            state.entityGenerations = metadata.entityGenerations
+            state.statistics.generation = metadata.generation
         }
     }
 
@@ -234,11 +259,16 @@ public final class StoreCoordinator: @unchecked Sendable {
             }
             try db.restore(from: reader)
             try StoreCoordinator.upgradeEntityTable(db)
+            try HistoryLog.createTables(db)
             try db.cachedStatement("UPDATE strata_meta SET store_uuid = ?, nonce = ? WHERE id = 1")
                 .execute(.text(newUUID.uuidString), .blob(StoreCoordinator.randomNonce()))
             reservedKeys.withLock { $0 = [] }
             uuid = newUUID
-            knownEntityGenerations = try StoreCoordinator.readMetadata(db).entityGenerations
+            let metadata = try StoreCoordinator.readMetadata(db)
+            followState.withLock { state in
+                state.generation = metadata.generation
+                state.entityGenerations = metadata.entityGenerations
+            }
         }
         for context in contexts.withLock({ $0.compactMap(\.context) }) {
             context.enqueue { context.storeWasReplaced() }
@@ -283,6 +313,13 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// coordinator afterwards is a programmer error. (A coordinator that is released, or a
     /// process that exits normally, also waits for them: closing is not needed to keep a cache.)
     public func close() {
+        follower?.stop()
+        // A catch-up under way finishes first; none starts after.
+        followLock.withLock {
+            followState.withLock { $0.stopped = true }
+            followReader?.close()
+            followReader = nil
+        }
         flushCacheWork()
         refreshConnection.withLock { $0?.close(); $0 = nil }
         readers?.close()

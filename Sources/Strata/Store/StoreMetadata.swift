@@ -66,6 +66,10 @@ public struct StoreOptions: Sendable {
     /// ``StoreError/readOnly(path:reason:)``, as do batch requests. The store must exist and be
     /// of this model (a migration writes, so it is refused). See <doc:ReadOnlyStores>.
     public var readOnly = false
+    /// Whether this coordinator's commits record history, how long it is kept, and whether the
+    /// coordinator follows other connections' commits as they land (all on by default; see
+    /// ``HistoryOptions`` and <doc:HistoryAndOtherProcesses>).
+    public var history = HistoryOptions()
     public init() {}
 }
 

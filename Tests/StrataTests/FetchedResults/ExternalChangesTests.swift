@@ -8,7 +8,10 @@ import StrataTestSupport
 @Suite struct ExternalChangesTests {
     /// A container at `url` holding `count` numbers 0, 10, 20, …, saved; their IDs in that order.
     static func numbers(_ count: Int, at url: URL) throws -> (PersistentContainer, [ObjectID]) {
-        let container = try PersistentContainer(model: TestModels.numbers(), url: url)
+        // These tests choose the moment: nothing follows the file by itself.
+        var options = StoreOptions()
+        options.history.followsOtherConnections = false
+        let container = try PersistentContainer(model: TestModels.numbers(), url: url, options: options)
         let update = container.newUpdateContext()
         let ids = try update.performAndWait {
             let ids = try (0..<count).map { i -> ObjectID in

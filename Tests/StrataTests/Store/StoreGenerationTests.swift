@@ -157,10 +157,9 @@ import StrataSQLite
         #expect(statistics.executions(startingWith: "COMMIT") == 1)
         #expect(statistics.executions(startingWith: "UPDATE strata_meta") == 1)
         #expect(statistics.executions(startingWith: "UPDATE strata_entity") == 1)
-        // One `PRAGMA data_version`: whether another connection wrote since processExternalChanges
-        // last looked (then this commit must not mark the entities as seen).
-        #expect(statistics.executions(startingWith: "PRAGMA data_version") == 1)
-        #expect(statistics.totalExecuted == 1005)
+        // The history: the transaction and one record for the run of 1,000 new rows (one key range).
+        #expect(statistics.executions(startingWith: "INSERT INTO strata_history") == 2)
+        #expect(statistics.totalExecuted == 1006)
     }
 
     @Test func objectIDsAndURIsSurviveVacuumAndReopen() throws {

@@ -1,0 +1,118 @@
+internal import Foundation
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// Tells followers when a store file or its `-wal` changes on disk: one inotify descriptor and
+/// one thread for the whole process, a watch per folder (a folder watch sees the `-wal` made
+/// again after the last connection removed it, and a file renamed over the store). `nil` where
+/// inotify is missing: followers then poll.
+final class ChangeWatch: @unchecked Sendable {
+    // @unchecked Sendable: `fd` is set once in init; `state` is behind its own lock. The thread
+    // lives as long as the process (one per process, however many stores are followed).
+    static let shared: ChangeWatch? = ChangeWatch()
+
+    private let fd: Int32
+    private struct Registration {
+        let names: Set<String>
+        let notice: @Sendable () -> Void
+    }
+    private struct State {
+        var folders: [Int32: [Int: Registration]] = [:]
+        var watchOfFolder: [String: Int32] = [:]
+        var nextToken = 0
+    }
+    private let state = Locked(State())
+
+    private init?() {
+        #if os(Linux)
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { return nil }
+        self.fd = fd
+        let thread = Thread { [self] in run() }
+        thread.name = "strata.change-watch"
+        thread.qualityOfService = .userInitiated
+        thread.start()
+        #else
+        return nil
+        #endif
+    }
+
+    /// Calls `notice` (on the watch thread: it must only schedule work) whenever `file` or
+    /// `file-wal` changes. Returns the token that ``stop(_:)`` takes, or `nil` when the folder
+    /// can't be watched.
+    func watch(file path: String, notice: @escaping @Sendable () -> Void) -> (folder: String, token: Int)? {
+        #if os(Linux)
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().path
+        let name = url.lastPathComponent
+        return state.withLock { state -> (String, Int)? in
+            let wd: Int32
+            if let existing = state.watchOfFolder[folder] {
+                wd = existing
+            } else {
+                wd = inotify_add_watch(fd, folder, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE))
+                guard wd >= 0 else { return nil }
+                state.watchOfFolder[folder] = wd
+            }
+            let token = state.nextToken
+            state.nextToken += 1
+            state.folders[wd, default: [:]][token] = Registration(names: [name, name + "-wal"], notice: notice)
+            return (folder, token)
+        }
+        #else
+        return nil
+        #endif
+    }
+
+    func stop(_ registration: (folder: String, token: Int)) {
+        #if os(Linux)
+        state.withLock { state in
+            guard let wd = state.watchOfFolder[registration.folder] else { return }
+            state.folders[wd]?[registration.token] = nil
+            if state.folders[wd]?.isEmpty ?? true {
+                state.folders[wd] = nil
+                state.watchOfFolder[registration.folder] = nil
+                inotify_rm_watch(fd, wd)
+            }
+        }
+        #endif
+    }
+
+    #if os(Linux)
+    private func run() {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let ready = poll(&fds, 1, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            guard fds[0].revents & Int16(POLLIN) != 0 else { continue }
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                guard count > 0 else { break }
+                var due: [@Sendable () -> Void] = []
+                var noticed = Set<Int>()
+                state.withLock { state in
+                    var offset = 0
+                    while offset + 16 <= count {
+                        let wd = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: Int32.self) }
+                        let length = Int(buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self) })
+                        let nameBytes = buffer[(offset + 16)..<min(count, offset + 16 + length)].prefix { $0 != 0 }
+                        offset += 16 + length
+                        guard let registrations = state.folders[wd], !nameBytes.isEmpty else { continue }
+                        let name = String(decoding: nameBytes, as: UTF8.self)
+                        for (token, registration) in registrations where registration.names.contains(name) && !noticed.contains(token) {
+                            noticed.insert(token)
+                            due.append(registration.notice)
+                        }
+                    }
+                }
+                for notice in due { notice() }
+            }
+        }
+    }
+    #endif
+}

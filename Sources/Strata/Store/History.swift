@@ -1,0 +1,134 @@
+public import Foundation
+
+/// A point in a store's history: the generation a commit made (every commit of a store, through
+/// any connection, makes the next one), and the store it belongs to.
+///
+/// Keep the last token you read (it is `Codable`) and ask for what came after it with
+/// ``StoreCoordinator/history(after:author:)``. Tokens of one store compare by generation; a token
+/// of another store (or of this store before ``StoreCoordinator/replaceStore(withContentsOf:)``)
+/// is refused with ``HistoryError/tokenOfAnotherStore(token:store:)``.
+public struct HistoryToken: Codable, Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The store's UUID (``StoreMetadata/storeUUID``).
+    public let store: UUID
+    /// The generation the commit made.
+    public let generation: Int64
+
+    public init(store: UUID, generation: Int64) {
+        self.store = store
+        self.generation = generation
+    }
+
+    public static func < (lhs: HistoryToken, rhs: HistoryToken) -> Bool { lhs.generation < rhs.generation }
+
+    public var description: String { "\(generation)" }
+}
+
+/// One commit as the store's history records it (Core Data's `NSPersistentHistoryTransaction`).
+public struct HistoryTransaction: Sendable, Identifiable {
+    /// What wrote the commit.
+    public enum Kind: String, Sendable, Codable {
+        /// A context's save.
+        case save
+        case batchInsert = "batch-insert"
+        case batchUpdate = "batch-update"
+        case batchDelete = "batch-delete"
+        /// A migration. Its row changes are not listed: a reader whose copy is older must read
+        /// the store again (the model changed too).
+        case migration
+    }
+
+    public let token: HistoryToken
+    public var id: HistoryToken { token }
+    /// When the commit was made (the writing process's clock).
+    public let date: Date
+    public let kind: Kind
+    /// The saving context's ``ManagedObjectContext/transactionAuthor`` (Core Data's name), or
+    /// `nil`. Batch requests take the coordinator's ``StoreCoordinator/transactionAuthor``.
+    public let author: String?
+    /// The name of the context that committed (``ManagedObjectContext/name``), or `nil`.
+    public let contextName: String?
+    /// The writing process's name and ID.
+    public let processName: String
+    public let processID: Int32
+    /// The rows the commit changed, in the order they were recorded.
+    public let changes: [HistoryChange]
+}
+
+/// One row a commit inserted, updated or deleted.
+public struct HistoryChange: Sendable, Equatable {
+    public enum Kind: String, Sendable, Codable {
+        case insert, update, delete
+    }
+
+    public let objectID: ObjectID
+    public let kind: Kind
+    /// An update's changed attributes, with their new values (`nil`: cleared). An insert lists
+    /// none: the row holds its values, and later changes to it are later records.
+    public let attributes: [String: AttributeValue?]
+    /// An update's changed to-one relationships, with the object each names now (`nil`: none).
+    public let toOnes: [String: ObjectID?]
+    /// What the changed to-ones named before the update.
+    public let previousToOnes: [String: ObjectID?]
+    /// Members a many-to-many relationship gained and lost in this commit, by relationship.
+    public let addedMembers: [String: [ObjectID]]
+    public let removedMembers: [String: [ObjectID]]
+    /// A delete's last values of the attributes marked ``Attribute/preservesValueOnDeletion``
+    /// (`@Attribute(.preserveValueOnDeletion)`).
+    public let preservedValues: [String: AttributeValue?]
+
+    /// Every key the change names, sorted.
+    public var changedKeys: [String] {
+        Set(attributes.keys).union(toOnes.keys).union(addedMembers.keys).union(removedMembers.keys).sorted()
+    }
+}
+
+/// Errors of the history API.
+public enum HistoryError: Error, Equatable, CustomStringConvertible {
+    /// The token names another store (or this one before it was replaced).
+    case tokenOfAnotherStore(token: HistoryToken, store: UUID)
+    /// The store's history was not kept (``HistoryOptions/isEnabled`` off when it was created and
+    /// ever since), so there is nothing to read.
+    case historyNotKept(path: String)
+
+    public var description: String {
+        switch self {
+        case let .tokenOfAnotherStore(token, store):
+            "history token \(token.generation) is of store \(token.store.uuidString), not of this store (\(store.uuidString)): read the history from nil"
+        case .historyNotKept(let path): "\(path) keeps no history (opened with StoreOptions.history.isEnabled = false)"
+        }
+    }
+}
+
+/// Whether a store's coordinator records history, and how long it is kept.
+///
+/// The default keeps history, and prunes it at commits: transactions older than 7 days, and all
+/// but the last 100,000, go (whichever keeps less). A reader whose token the pruning passed gets
+/// the transactions still there; a coordinator following other processes then reads the store
+/// again once (see <doc:HistoryAndOtherProcesses>).
+public struct HistoryOptions: Sendable, Equatable {
+    /// Off: this coordinator's commits write no history (a bit faster; other processes following
+    /// the store then read it again after each of them).
+    public var isEnabled = true
+    /// Transactions older than this are pruned; `nil` keeps them however old.
+    public var maximumAge: Duration? = .seconds(7 * 24 * 3600)
+    /// At most this many transactions are kept; `nil`: no limit.
+    public var maximumTransactions: Int? = 100_000
+    /// Whether this coordinator follows commits made through other connections (another process,
+    /// another coordinator) as they land: it merges their rows into its contexts, without
+    /// ``StoreCoordinator/processExternalChanges()``. Linux: inotify on the store's folder,
+    /// else a poll of the store's generation every ``pollInterval``.
+    public var followsOtherConnections = true
+    /// How often the generation is read where inotify is missing (and, as a safety net, after
+    /// a change notice found nothing new yet).
+    public var pollInterval: Duration = .milliseconds(250)
+
+    public init() {}
+
+    /// No history written, no other connection followed.
+    public static var off: HistoryOptions {
+        var options = HistoryOptions()
+        options.isEnabled = false
+        options.followsOtherConnections = false
+        return options
+    }
+}

@@ -1,0 +1,440 @@
+internal import Foundation
+internal import StrataSQLite
+
+/// The history's storage (see <doc:StoreLayout>): one `strata_history` row per commit, keyed by
+/// the generation the commit made, and its `strata_history_change` rows. Written inside the
+/// commit's transaction, so the log lists exactly the commits that happened.
+enum HistoryLog {
+    static let creationSQL = [
+        """
+        CREATE TABLE IF NOT EXISTS strata_history (
+            token INTEGER PRIMARY KEY,
+            time REAL NOT NULL,
+            kind TEXT NOT NULL,
+            author TEXT,
+            context TEXT,
+            process TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            writer BLOB NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS strata_history_change (
+            token INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            entity TEXT NOT NULL,
+            op TEXT NOT NULL,
+            keys TEXT NOT NULL,
+            data TEXT,
+            PRIMARY KEY (token, seq)) WITHOUT ROWID
+        """,
+    ]
+
+    static func createTables(_ db: Connection) throws {
+        for sql in creationSQL { try db.execute(sql) }
+    }
+
+    /// Whether the store has the tables (a store made before 0.3.0 gets them at its first
+    /// writable opening).
+    static func exists(_ db: Connection) throws -> Bool {
+        let statement = try db.cachedStatement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'strata_history'")
+        defer { statement.reset() }
+        return try statement.step()
+    }
+
+    static let processName = ProcessInfo.processInfo.processName
+    static let processID = ProcessInfo.processInfo.processIdentifier
+
+    /// What one commit records, gathered while its rows are written.
+    struct Record {
+        var kind: HistoryTransaction.Kind
+        var author: String?
+        var context: String?
+        var changes: [Entry] = []
+
+        init(kind: HistoryTransaction.Kind, author: String?, context: String?) {
+            self.kind = kind
+            self.author = author
+            self.context = context
+        }
+
+        struct Entry {
+            var entity: String
+            var op: HistoryChange.Kind
+            var keys: [Int64]
+            var data: String?
+        }
+
+        mutating func add(_ entity: String, _ op: HistoryChange.Kind, _ keys: [Int64], _ data: String? = nil) {
+            guard !keys.isEmpty else { return }
+            changes.append(Entry(entity: entity, op: op, keys: keys, data: data))
+        }
+
+        /// Every key the record names, by entity (the section caches' refresh logs take them).
+        var keysByEntity: [String: [Int64]] {
+            var keys: [String: [Int64]] = [:]
+            for entry in changes { keys[entry.entity, default: []] += entry.keys }
+            return keys
+        }
+    }
+
+    /// Writes `record` as transaction `token`, inside the caller's transaction.
+    static func write(_ db: Connection, token: Int64, record: Record, writer: Data, origin: String?) throws {
+        try db.cachedStatement("INSERT INTO strata_history (token, time, kind, author, context, process, pid, writer) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+            .execute(.integer(token), .real(Date().timeIntervalSince1970), .text(record.kind.rawValue),
+                     record.author.map(SQLiteValue.text) ?? .null, record.context.map(SQLiteValue.text) ?? .null,
+                     .text(processName), .integer(Int64(processID)), .blob(writer))
+        KillPoint.hit("history.transaction.written", in: origin)
+        let insert = try db.cachedStatement("INSERT INTO strata_history_change (token, seq, entity, op, keys, data) VALUES (?, ?, ?, ?, ?, ?)")
+        for (seq, entry) in record.changes.enumerated() {
+            try insert.execute(.integer(token), .integer(Int64(seq)), .text(entry.entity), .text(entry.op.rawValue),
+                               .text(encodeKeys(entry.keys)), entry.data.map(SQLiteValue.text) ?? .null)
+            if seq == 0 { KillPoint.hit("history.change.written", in: origin) }
+        }
+        KillPoint.hit("history.written", in: origin)
+    }
+
+    /// Prunes what `options` does not keep, as of transaction `token` (run every 64th commit).
+    static func prune(_ db: Connection, token: Int64, options: HistoryOptions) throws {
+        var cutoff: Int64 = 0
+        if let maximum = options.maximumTransactions { cutoff = max(cutoff, token - Int64(maximum)) }
+        if let age = options.maximumAge {
+            let oldest = Date().timeIntervalSince1970 - Double(age.components.seconds) - Double(age.components.attoseconds) / 1e18
+            // Oldest first: stops at the first transaction young enough (one row when nothing is due).
+            let young = try db.cachedStatement("SELECT token FROM strata_history WHERE time >= ? ORDER BY token LIMIT 1")
+            try young.bind(oldest, at: 1)
+            let first = try young.step() ? young.int64(at: 0) : token + 1
+            young.reset()
+            cutoff = max(cutoff, first - 1)
+        }
+        guard cutoff > 0 else { return }
+        try delete(db, through: cutoff)
+    }
+
+    /// Deletes transactions `...token`.
+    static func delete(_ db: Connection, through token: Int64) throws {
+        try db.cachedStatement("DELETE FROM strata_history_change WHERE token <= ?").execute(.integer(token))
+        try db.cachedStatement("DELETE FROM strata_history WHERE token <= ?").execute(.integer(token))
+    }
+
+    // MARK: Keys
+
+    /// Keys as a JSON array, runs of consecutive keys as `[first, last]`: `[3,[10,14],20]` is
+    /// 3, 10…14 and 20 (a batch insert of a million rows is one pair).
+    static func encodeKeys(_ keys: [Int64]) -> String {
+        let sorted = keys.count > 1 && !isAscending(keys) ? keys.sorted() : keys
+        var text = "["
+        var index = 0
+        while index < sorted.count {
+            var end = index
+            while end + 1 < sorted.count, sorted[end + 1] == sorted[end] + 1 { end += 1 }
+            if text.count > 1 { text += "," }
+            if end - index >= 2 {
+                text += "[\(sorted[index]),\(sorted[end])]"
+            } else {
+                text += (index...end).map { String(sorted[$0]) }.joined(separator: ",")
+            }
+            index = end + 1
+        }
+        return text + "]"
+    }
+
+    private static func isAscending(_ keys: [Int64]) -> Bool {
+        for i in 1..<keys.count where keys[i] <= keys[i - 1] { return false }
+        return true
+    }
+
+    static func decodeKeys(_ text: String) throws -> [Int64] {
+        guard case .array(let items) = try HistoryJSON.parse(text) else { throw HistoryJSON.Failure(reason: "keys are not an array") }
+        var keys: [Int64] = []
+        for item in items {
+            switch item {
+            case .integer(let key): keys.append(key)
+            case .array(let pair) where pair.count == 2:
+                guard case .integer(let first) = pair[0], case .integer(let last) = pair[1], first <= last else {
+                    throw HistoryJSON.Failure(reason: "a key range is not two ascending integers")
+                }
+                keys.append(contentsOf: first...last)
+            default: throw HistoryJSON.Failure(reason: "a key is neither an integer nor a range")
+            }
+        }
+        return keys
+    }
+
+    // MARK: Values
+
+    /// An attribute value in the history's JSON (the column's form: dates in seconds since
+    /// 2001-01-01, data in base64, UUIDs, URLs and decimals as text).
+    static func encode(_ value: AttributeValue?) -> String {
+        guard let value else { return "null" }
+        switch value {
+        case .int16(let v): return String(v)
+        case .int32(let v): return String(v)
+        case .int64(let v): return String(v)
+        case .double(let v): return number(v)
+        case .float(let v): return number(Double(v))
+        case .bool(let v): return v ? "true" : "false"
+        case .string(let v): return quote(v)
+        case .date(let v): return number(v.timeIntervalSinceReferenceDate)
+        case .binary(let v): return quote(v.base64EncodedString())
+        case .uuid(let v): return quote(v.uuidString)
+        case .url(let v): return quote(v.absoluteString)
+        case .decimal(let v): return quote(NSDecimalNumber(decimal: v).description(withLocale: Locale(identifier: "en_US_POSIX")))
+        }
+    }
+
+    private static func number(_ value: Double) -> String {
+        if value.isNaN { return "\"nan\"" }
+        if value.isInfinite { return value > 0 ? "\"inf\"" : "\"-inf\"" }
+        return "\(value)"
+    }
+
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        out.reserveCapacity(text.utf8.count + 2)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    static func decode(_ json: HistoryJSON, as type: AttributeType) throws -> AttributeValue? {
+        func fail() -> HistoryJSON.Failure { HistoryJSON.Failure(reason: "\(json) is not a \(type.rawValue) value") }
+        func double() throws -> Double {
+            switch json {
+            case .integer(let v): return Double(v)
+            case .double(let v): return v
+            case .string("nan"): return .nan
+            case .string("inf"): return .infinity
+            case .string("-inf"): return -.infinity
+            default: throw fail()
+            }
+        }
+        func string() throws -> String { if case .string(let v) = json { return v }; throw fail() }
+        func integer() throws -> Int64 { if case .integer(let v) = json { return v }; throw fail() }
+        if case .null = json { return nil }
+        switch type {
+        case .int16: return .int16(Int16(truncatingIfNeeded: try integer()))
+        case .int32: return .int32(Int32(truncatingIfNeeded: try integer()))
+        case .int64: return .int64(try integer())
+        case .double: return .double(try double())
+        case .float: return .float(Float(try double()))
+        case .bool:
+            if case .bool(let v) = json { return .bool(v) }
+            throw fail()
+        case .string: return .string(try string())
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: try double()))
+        case .binary:
+            guard let data = Data(base64Encoded: try string()) else { throw fail() }
+            return .binary(data)
+        case .uuid:
+            guard let uuid = UUID(uuidString: try string()) else { throw fail() }
+            return .uuid(uuid)
+        case .url:
+            guard let url = URL(string: try string()) else { throw fail() }
+            return .url(url)
+        case .decimal:
+            guard let decimal = Decimal(string: try string(), locale: Locale(identifier: "en_US_POSIX")) else { throw fail() }
+            return .decimal(decimal)
+        }
+    }
+
+    /// An update's data: `{"set":{…},"was":{…}}` (new values of what changed; what the changed
+    /// to-ones named before). `nil` when nothing but the version changed.
+    static func updateData(_ info: EntityInfo, new: RowSnapshot, old: RowSnapshot) -> String? {
+        var set: [String] = []
+        var was: [String] = []
+        for i in info.attributes.indices where new.attributes[i] != old.attributes[i] {
+            set.append(quote(info.attributes[i].name) + ":" + encode(new.attributes[i]))
+        }
+        for i in info.toOnes.indices where new.toOnes[i] != old.toOnes[i] {
+            let name = quote(info.toOnes[i].name)
+            set.append(name + ":" + (new.toOnes[i].map { String($0) } ?? "null"))
+            was.append(name + ":" + (old.toOnes[i].map { String($0) } ?? "null"))
+        }
+        guard !set.isEmpty else { return nil }
+        var text = "{\"set\":{" + set.joined(separator: ",") + "}"
+        if !was.isEmpty { text += ",\"was\":{" + was.joined(separator: ",") + "}" }
+        return text + "}"
+    }
+
+    /// A delete's data: `{"kept":{…}}`, the attributes marked to be kept; `nil` when none is.
+    static func deleteData(_ info: EntityInfo, old: RowSnapshot) -> String? {
+        var kept: [String] = []
+        for (i, attribute) in info.attributes.enumerated() where attribute.preservesValueOnDeletion {
+            kept.append(quote(attribute.name) + ":" + encode(old.attributes[i]))
+        }
+        return kept.isEmpty ? nil : "{\"kept\":{" + kept.joined(separator: ",") + "}}"
+    }
+
+    /// Whether a delete of `info` records per-row data.
+    static func keepsValues(_ info: EntityInfo) -> Bool { info.attributes.contains(where: \.preservesValueOnDeletion) }
+}
+
+/// A small JSON reader for the history's own text (no Foundation round trip per change).
+enum HistoryJSON: Equatable, CustomStringConvertible {
+    case null, bool(Bool), integer(Int64), double(Double), string(String)
+    case array([HistoryJSON]), object([String: HistoryJSON])
+
+    struct Failure: Error, CustomStringConvertible {
+        let reason: String
+        var description: String { "unreadable history record: \(reason)" }
+    }
+
+    var description: String {
+        switch self {
+        case .null: "null"
+        case .bool(let v): "\(v)"
+        case .integer(let v): "\(v)"
+        case .double(let v): "\(v)"
+        case .string(let v): HistoryLog.quote(v)
+        case .array(let items): "[" + items.map(\.description).joined(separator: ",") + "]"
+        case .object(let fields): "{" + fields.sorted { $0.key < $1.key }.map { HistoryLog.quote($0.key) + ":" + $0.value.description }.joined(separator: ",") + "}"
+        }
+    }
+
+    static func parse(_ text: String) throws -> HistoryJSON {
+        var parser = Parser(bytes: Array(text.utf8))
+        let value = try parser.value()
+        parser.skipSpace()
+        guard parser.index == parser.bytes.count else { throw Failure(reason: "text after the value") }
+        return value
+    }
+
+    private struct Parser {
+        let bytes: [UInt8]
+        var index = 0
+
+        mutating func skipSpace() {
+            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 }
+        }
+
+        mutating func value() throws -> HistoryJSON {
+            skipSpace()
+            guard index < bytes.count else { throw Failure(reason: "unexpected end") }
+            switch bytes[index] {
+            case UInt8(ascii: "["):
+                index += 1
+                var items: [HistoryJSON] = []
+                skipSpace()
+                if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
+                while true {
+                    items.append(try value())
+                    skipSpace()
+                    guard index < bytes.count else { throw Failure(reason: "unterminated array") }
+                    if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                    if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
+                    throw Failure(reason: "expected , or ] at \(index)")
+                }
+            case UInt8(ascii: "{"):
+                index += 1
+                var fields: [String: HistoryJSON] = [:]
+                skipSpace()
+                if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(fields) }
+                while true {
+                    skipSpace()
+                    guard case .string(let key) = try value() else { throw Failure(reason: "a key is not a string at \(index)") }
+                    skipSpace()
+                    guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw Failure(reason: "expected : at \(index)") }
+                    index += 1
+                    fields[key] = try value()
+                    skipSpace()
+                    guard index < bytes.count else { throw Failure(reason: "unterminated object") }
+                    if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                    if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(fields) }
+                    throw Failure(reason: "expected , or } at \(index)")
+                }
+            case UInt8(ascii: "\""):
+                return .string(try string())
+            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+            case UInt8(ascii: "n"): try literal("null"); return .null
+            default:
+                return try number()
+            }
+        }
+
+        mutating func literal(_ word: String) throws {
+            let utf8 = Array(word.utf8)
+            guard index + utf8.count <= bytes.count, Array(bytes[index..<index + utf8.count]) == utf8 else {
+                throw Failure(reason: "unexpected text at \(index)")
+            }
+            index += utf8.count
+        }
+
+        mutating func number() throws -> HistoryJSON {
+            let start = index
+            var isInteger = true
+            while index < bytes.count {
+                let byte = bytes[index]
+                if (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+") {
+                    index += 1
+                } else if byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
+                    isInteger = false
+                    index += 1
+                } else {
+                    break
+                }
+            }
+            let text = String(decoding: bytes[start..<index], as: UTF8.self)
+            if isInteger, let value = Int64(text) { return .integer(value) }
+            guard !text.isEmpty, let value = Double(text) else { throw Failure(reason: "not a number at \(start)") }
+            return .double(value)
+        }
+
+        mutating func string() throws -> String {
+            index += 1
+            var scalars = String.UnicodeScalarView()
+            var run = index
+            func flush() { if run < index { scalars.append(contentsOf: String(decoding: bytes[run..<index], as: UTF8.self).unicodeScalars) } }
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") {
+                    flush()
+                    index += 1
+                    return String(scalars)
+                }
+                if byte == UInt8(ascii: "\\") {
+                    flush()
+                    index += 1
+                    guard index < bytes.count else { break }
+                    let escape = bytes[index]
+                    index += 1
+                    switch escape {
+                    case UInt8(ascii: "n"): scalars.append("\n")
+                    case UInt8(ascii: "r"): scalars.append("\r")
+                    case UInt8(ascii: "t"): scalars.append("\t")
+                    case UInt8(ascii: "b"): scalars.append("\u{8}")
+                    case UInt8(ascii: "f"): scalars.append("\u{c}")
+                    case UInt8(ascii: "u"):
+                        guard index + 4 <= bytes.count, let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
+                            throw Failure(reason: "bad \\u escape at \(index)")
+                        }
+                        index += 4
+                        var scalar = code
+                        // A surrogate pair.
+                        if (0xD800...0xDBFF).contains(code), index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u"),
+                           let low = UInt32(String(decoding: bytes[index + 2..<index + 6], as: UTF8.self), radix: 16), (0xDC00...0xDFFF).contains(low) {
+                            scalar = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                            index += 6
+                        }
+                        guard let value = Unicode.Scalar(scalar) else { throw Failure(reason: "bad \\u escape") }
+                        scalars.append(value)
+                    default: scalars.append(Unicode.Scalar(escape))
+                    }
+                    run = index
+                    continue
+                }
+                index += 1
+            }
+            throw Failure(reason: "unterminated string")
+        }
+    }
+}

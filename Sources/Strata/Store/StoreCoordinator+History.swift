@@ -1,0 +1,475 @@
+public import Foundation
+internal import StrataSQLite
+
+/// What following other connections did since the coordinator opened.
+public struct ExternalChangeStatistics: Sendable, Equatable {
+    /// The last generation this coordinator has caught up with (its own commits included).
+    public var generation: Int64 = 0
+    /// Other connections' transactions merged from the history, and their rows.
+    public var transactionsMerged = 0
+    public var rowsMerged = 0
+    /// Times the history did not reach back to the last generation seen (pruned, written
+    /// without history, a migration, a replaced store): the contexts were told which entities
+    /// changed and results controllers re-ran their requests.
+    public var reruns = 0
+}
+
+/// The follower's state: the generation caught up with and, for a re-run, the entities'.
+struct FollowState {
+    /// Set by ``StoreCoordinator/close()``: the follower reads nothing more.
+    var stopped = false
+    var generation: Int64 = 0
+    var entityGenerations: [String: Int64] = [:]
+    var statistics = ExternalChangeStatistics()
+}
+
+/// Follows one coordinator's store: schedules a catch-up when the change watch (or the poll
+/// timer) says the files changed. Catch-ups run on `queue`, one at a time; notices that arrive
+/// while one is queued share it.
+final class ExternalChangeFollower: @unchecked Sendable {
+    // @unchecked Sendable: `registration` and `timer` are set in start() and cleared in stop(),
+    // both under `lock`; `queued` is its own lock; `coordinator` is weak and read on `queue`.
+    let queue = DispatchQueue(label: "strata.external-changes", qos: .userInitiated)
+    private weak var coordinator: StoreCoordinator?
+    private let queued = Locked(false)
+    private let lock = NSLock()
+    private var registration: (folder: String, token: Int)?
+    private var timer: (any DispatchSourceTimer)?
+    private var stopped = false
+
+    init(_ coordinator: StoreCoordinator) { self.coordinator = coordinator }
+
+    func start(path: String, pollInterval: Duration) {
+        lock.withLock {
+            registration = ChangeWatch.shared?.watch(file: path) { [weak self] in self?.notice() }
+            // Without inotify: poll. With it, a slow poll too, for the one notice inotify can't
+            // give: a commit whose last write landed before its WAL index was updated.
+            let interval = registration == nil ? pollInterval : max(pollInterval, .seconds(1))
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let nanoseconds = Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
+            timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds), leeway: .milliseconds(10))
+            timer.setEventHandler { [weak self] in self?.catchUp() }
+            timer.resume()
+            self.timer = timer
+        }
+    }
+
+    func stop() {
+        lock.withLock {
+            stopped = true
+            if let registration { ChangeWatch.shared?.stop(registration) }
+            registration = nil
+            timer?.cancel()
+            timer = nil
+        }
+    }
+
+    deinit { stop() }
+
+    /// A file changed: catch up now, and once more shortly after (a reader can start between a
+    /// commit's last write to the `-wal` and the update of its index).
+    func notice() {
+        let first = queued.withLock { queued -> Bool in
+            defer { queued = true }
+            return !queued
+        }
+        guard first else { return }
+        queue.async { [self] in
+            queued.withLock { $0 = false }
+            catchUp()
+            queue.asyncAfter(deadline: .now() + .milliseconds(15)) { [weak self] in self?.catchUp() }
+        }
+    }
+
+    private func catchUp() {
+        guard lock.withLock({ !stopped }), let coordinator else { return }
+        // A failed read (the store busy being replaced, an I/O error) leaves the state as it was:
+        // the next notice, or the poll, tries again.
+        _ = try? coordinator.catchUpWithOtherConnections(following: true)
+    }
+}
+
+extension StoreCoordinator {
+    // MARK: Reading the history
+
+    /// The store's transactions after `token` (all that are kept, for `nil`), oldest first, with
+    /// their changes; only those recorded by `author`, when given (Core Data's
+    /// `NSPersistentHistoryChangeRequest.fetchHistory(after:)`).
+    ///
+    /// - Throws: ``HistoryError/tokenOfAnotherStore(token:store:)``, ``StoreError``.
+    public func history(after token: HistoryToken? = nil, author: String? = nil) throws -> [HistoryTransaction] {
+        let store = storeUUID
+        if let token, token.store != store { throw HistoryError.tokenOfAnotherStore(token: token, store: store) }
+        return try withReader { db in
+            try db.transaction(.deferred) {
+                guard try HistoryLog.exists(db) else { return [] }
+                return try StoreCoordinator.readHistory(db, after: token?.generation ?? 0, through: nil, author: author,
+                                                         store: store, schema: model.schema)
+            }
+        }
+    }
+
+    /// The token of the store's last commit: the history after it is empty until the next.
+    public func currentHistoryToken() throws -> HistoryToken {
+        let store = storeUUID
+        let generation = try withReader { db in try StoreCoordinator.readMetadata(db).generation }
+        return HistoryToken(store: store, generation: generation)
+    }
+
+    /// Deletes the transactions before `token` (not `token`'s own): what a reader that has
+    /// processed `token` no longer needs.
+    public func deleteHistory(before token: HistoryToken) throws {
+        try refuseWriteIfReadOnly("deleting history")
+        let store = storeUUID
+        if token.store != store { throw HistoryError.tokenOfAnotherStore(token: token, store: store) }
+        try withConnection { db in try db.transaction(.immediate) { try HistoryLog.delete(db, through: token.generation - 1) } }
+    }
+
+    /// Deletes the transactions committed before `date`.
+    public func deleteHistory(before date: Date) throws {
+        try refuseWriteIfReadOnly("deleting history")
+        try withConnection { db in
+            try db.transaction(.immediate) {
+                let last = try db.cachedStatement("SELECT max(token) FROM strata_history WHERE time < ?")
+                try last.bind(date.timeIntervalSince1970, at: 1)
+                defer { last.reset() }
+                guard try last.step(), !last.isNull(at: 0) else { return }
+                try HistoryLog.delete(db, through: last.int64(at: 0))
+            }
+        }
+    }
+
+    /// What following other connections did (see ``HistoryOptions/followsOtherConnections``).
+    public var externalChangeStatistics: ExternalChangeStatistics { followState.withLock { $0.statistics } }
+
+    static func readHistory(_ db: Connection, after: Int64, through: Int64?, author: String?, store: UUID,
+                            schema: Schema) throws -> [HistoryTransaction] {
+        var sql = "SELECT token, time, kind, author, context, process, pid FROM strata_history WHERE token > ?1"
+        if through != nil { sql += " AND token <= ?2" }
+        if author != nil { sql += " AND author = ?3" }
+        let select = try db.prepare(sql + " ORDER BY token")
+        try select.bind(after, at: 1)
+        if let through { try select.bind(through, at: 2) }
+        if let author { try select.bind(author, at: 3) }
+        struct Head { let token: Int64, time: Double, kind: HistoryTransaction.Kind, author: String?, context: String?, process: String, pid: Int32 }
+        var heads: [Head] = []
+        try select.forEachRow { row in
+            heads.append(Head(token: row.int64(at: 0), time: row.double(at: 1),
+                              kind: HistoryTransaction.Kind(rawValue: row.string(at: 2)) ?? .save,
+                              author: row.isNull(at: 3) ? nil : row.string(at: 3), context: row.isNull(at: 4) ? nil : row.string(at: 4),
+                              process: row.string(at: 5), pid: Int32(truncatingIfNeeded: row.int64(at: 6))))
+        }
+        guard let first = heads.first, let last = heads.last else { return [] }
+        var changes: [Int64: [HistoryChange]] = [:]
+        let wanted = Set(heads.map(\.token))
+        let rows = try db.prepare("SELECT token, entity, op, keys, data FROM strata_history_change WHERE token BETWEEN ? AND ? ORDER BY token, seq")
+        try rows.bind(first.token, at: 1)
+        try rows.bind(last.token, at: 2)
+        var merged: [ObjectID: Int] = [:]
+        var current: Int64 = -1
+        try rows.forEachRow { row in
+            let token = row.int64(at: 0)
+            guard wanted.contains(token) else { return }
+            if token != current {
+                current = token
+                merged = [:]
+            }
+            let entry = try HistoryEntry(row, schema: schema)
+            for change in try entry.changes() {
+                if change.kind == .update, let index = merged[change.objectID] {
+                    changes[token]![index] = changes[token]![index].combined(with: change)
+                } else {
+                    merged[change.objectID] = changes[token, default: []].count
+                    changes[token, default: []].append(change)
+                }
+            }
+        }
+        return heads.map { head in
+            HistoryTransaction(token: HistoryToken(store: store, generation: head.token), date: Date(timeIntervalSince1970: head.time),
+                               kind: head.kind, author: head.author, contextName: head.context, processName: head.process,
+                               processID: head.pid, changes: changes[head.token] ?? [])
+        }
+    }
+
+    // MARK: Following other connections
+
+    /// Starts following other connections' commits (at open), unless the options say not to.
+    func startFollowing() {
+        guard historyOptions.followsOtherConnections, let url else { return }
+        let follower = ExternalChangeFollower(self)
+        self.follower = follower
+        follower.start(path: url.path, pollInterval: historyOptions.pollInterval)
+    }
+
+    /// Brings every context up to date with the commits other connections made since the last
+    /// look: from the history when it reaches back that far (their rows merged, as a sibling
+    /// context's save is), else by telling the contexts which entities changed (a re-run).
+    /// Returns the entities changed elsewhere.
+    /// `following`: called by the follower, which stops quietly once the coordinator closed
+    /// (``close()`` sets `stopped` under `followLock`, so no catch-up reads after it).
+    @discardableResult
+    func catchUpWithOtherConnections(following: Bool = false) throws -> Set<String> {
+        try followLock.withLock {
+            if following, followState.withLock({ $0.stopped }) { return [] }
+            return try catchUpLocked()
+        }
+    }
+
+    private func catchUpLocked() throws -> Set<String> {
+        let known = followState.withLock { ($0.generation, $0.entityGenerations) }
+        let schema = model.schema
+        let writer = writerID
+        let found: ExternalCommits? = try withFollowReader { db in
+            try db.transaction(.deferred) {
+                let metadata = try StoreCoordinator.readMetadata(db)
+                guard metadata.generation != known.0 else { return nil }
+                var commits = ExternalCommits(generation: metadata.generation, entityGenerations: metadata.entityGenerations)
+                guard metadata.generation > known.0, try HistoryLog.exists(db) else { return commits }
+                try commits.read(db, after: known.0, writer: writer, schema: schema)
+                return commits
+            }
+        }
+        guard let found else { return [] }
+        let changed = Set(found.entityGenerations.filter { known.1[$0.key] != $0.value }.keys)
+        followState.withLock { state in
+            state.generation = max(state.generation, found.generation)
+            state.entityGenerations = found.entityGenerations
+            state.statistics.generation = state.generation
+            if found.complete {
+                state.statistics.transactionsMerged += found.transactions.count
+                state.statistics.rowsMerged += found.rows.inserted.count + found.rows.updated.count + found.rows.deleted.count
+            } else {
+                state.statistics.reruns += 1
+            }
+        }
+        guard found.complete else {
+            if !changed.isEmpty { tellContexts(changed: changed) }
+            return changed
+        }
+        guard !found.transactions.isEmpty else { return [] }
+        for (token, touched, keys) in found.transactions {
+            noteCommit(generation: token, touched: touched) { entities in keys.filter { entities.contains($0.key) } }
+        }
+        let touched = found.transactions.reduce(into: Set<String>()) { $0.formUnion($1.1) }
+        scheduleCacheRefreshes(touching: touched)
+        if !found.rows.isEmpty {
+            for context in rootContexts() {
+                context.enqueue { context.merge(found.rows, generation: found.generation) }
+            }
+        }
+        if !found.rerun.isEmpty { tellContexts(changed: found.rerun) }
+        return touched
+    }
+
+    /// Runs `body` on the follower's own reader (under `followLock`): its reads stay out of the
+    /// pool and out of ``statistics``. A store without readers reads on the writer.
+    private func withFollowReader<T>(_ body: (Connection) throws -> T) throws -> T {
+        guard let readers else { return try withConnection(body) }
+        do {
+            let reader = try followReader ?? readers.openDetached()
+            followReader = reader
+            defer { reader.endReads() }
+            return try body(reader)
+        } catch let error as SQLiteError {
+            throw StoreError(error, path: readers.path)
+        }
+    }
+
+    /// After this coordinator's own commit made `generation` (the lock held, COMMIT done): when
+    /// the follower had seen everything before it, it needn't read this one back.
+    func noteOwnCommit(generation: Int64, touched: Set<String>) {
+        followState.withLock { state in
+            guard state.generation == generation - 1 else { return }
+            state.generation = generation
+            state.statistics.generation = generation
+            for entity in touched { state.entityGenerations[entity] = generation }
+        }
+    }
+}
+
+/// One `strata_history_change` row, decoded.
+struct HistoryEntry {
+    let info: EntityInfo
+    let op: HistoryChange.Kind
+    let keys: [Int64]
+    let data: HistoryJSON?
+
+    init(_ row: Statement, schema: Schema) throws {
+        let entity = row.string(at: 1)
+        guard let info = schema.infos[entity] else { throw HistoryJSON.Failure(reason: "entity \(entity) is not in the model") }
+        guard let op = HistoryChange.Kind(rawValue: row.string(at: 2)) else { throw HistoryJSON.Failure(reason: "operation \(row.string(at: 2))") }
+        self.info = info
+        self.op = op
+        keys = try HistoryLog.decodeKeys(row.string(at: 3))
+        data = row.isNull(at: 4) ? nil : try HistoryJSON.parse(row.string(at: 4))
+    }
+
+    private func field(_ name: String) -> [String: HistoryJSON] {
+        if case .object(let fields)? = data, case .object(let part)? = fields[name] { return part }
+        return [:]
+    }
+
+    /// The to-ones the entry sets (`set`), and what they named before (`was`), as object IDs.
+    func toOnes(_ part: String) -> [String: ObjectID?] {
+        var result: [String: ObjectID?] = [:]
+        for (name, value) in field(part) {
+            guard let relationship = info.toOnes.first(where: { $0.name == name }) else { continue }
+            let entity = info.toOneDestinationNames[info.toOnes.firstIndex(where: { $0.name == name })!]
+            if case .integer(let key) = value {
+                result[name] = .some(ObjectID(entity: entity, primaryKey: key))
+            } else {
+                result[name] = .some(nil)
+            }
+            _ = relationship
+        }
+        return result
+    }
+
+    /// The to-ones the entry sets without saying what they named before (a batch update).
+    var toOnesWithoutPrevious: [String] {
+        let was = field("was")
+        return field("set").keys.filter { name in info.toOnes.contains { $0.name == name } && was[name] == nil }
+    }
+
+    func members(_ part: String) -> [String: [ObjectID]] {
+        var result: [String: [ObjectID]] = [:]
+        for (name, value) in field(part) {
+            guard let index = info.toManys.firstIndex(where: { $0.name == name }), case .array = value,
+                  let keys = try? HistoryLog.decodeKeys(value.description) else { continue }
+            result[name] = keys.map { ObjectID(entity: info.toManyDestinationNames[index], primaryKey: $0) }
+        }
+        return result
+    }
+
+    func attributes(_ part: String) throws -> [String: AttributeValue?] {
+        var result: [String: AttributeValue?] = [:]
+        for (name, value) in field(part) {
+            guard let attribute = info.attributes.first(where: { $0.name == name }) else { continue }
+            result[name] = .some(try HistoryLog.decode(value, as: attribute.type))
+        }
+        return result
+    }
+
+    func changes() throws -> [HistoryChange] {
+        let attributes = op == .update ? try self.attributes("set") : [:]
+        let toOnes = op == .update ? self.toOnes("set") : [:]
+        let previous = op == .update ? self.toOnes("was") : [:]
+        let added = members("add"), removed = members("remove")
+        let kept = op == .delete ? try self.attributes("kept") : [:]
+        return keys.map { key in
+            HistoryChange(objectID: ObjectID(entity: info.internedName, primaryKey: key), kind: op, attributes: attributes,
+                          toOnes: toOnes, previousToOnes: previous, addedMembers: added, removedMembers: removed,
+                          preservedValues: kept)
+        }
+    }
+}
+
+extension HistoryChange {
+    /// Two records of one object in one transaction (its values, its many-to-many members).
+    func combined(with other: HistoryChange) -> HistoryChange {
+        HistoryChange(objectID: objectID, kind: kind, attributes: attributes.merging(other.attributes) { $1 },
+                      toOnes: toOnes.merging(other.toOnes) { $1 }, previousToOnes: previousToOnes.merging(other.previousToOnes) { a, _ in a },
+                      addedMembers: addedMembers.merging(other.addedMembers) { $0 + $1 },
+                      removedMembers: removedMembers.merging(other.removedMembers) { $0 + $1 },
+                      preservedValues: preservedValues.merging(other.preservedValues) { $1 })
+    }
+}
+
+/// Other connections' commits since a generation, as the follower reads them: rows to merge,
+/// and what the section caches' logs note.
+struct ExternalCommits {
+    let generation: Int64
+    let entityGenerations: [String: Int64]
+    /// Whether the history lists every commit since the last look (else: a re-run).
+    var complete = false
+    /// Per other connection's transaction: token, entities, keys by entity.
+    var transactions: [(Int64, Set<String>, [String: [Int64]])] = []
+    var rows = RowChanges()
+    /// Entities whose to-many members can't be told from the history (a batch update of a
+    /// to-one): contexts read them again.
+    var rerun: Set<String> = []
+
+    init(generation: Int64, entityGenerations: [String: Int64]) {
+        self.generation = generation
+        self.entityGenerations = entityGenerations
+    }
+
+    mutating func read(_ db: Connection, after last: Int64, writer: Data, schema: Schema) throws {
+        let heads = try db.cachedStatement("SELECT token, writer, kind FROM strata_history WHERE token > ? AND token <= ? ORDER BY token")
+        try heads.bind(last, at: 1)
+        try heads.bind(generation, at: 2)
+        var expected = last + 1
+        var theirs = Set<Int64>()
+        var ordered: [Int64] = []
+        var contiguous = true
+        defer { heads.reset() }
+        while try heads.step() {
+            let token = heads.int64(at: 0)
+            if token != expected || heads.string(at: 2) == HistoryTransaction.Kind.migration.rawValue { contiguous = false }
+            expected = token + 1
+            if heads.data(at: 1) != writer {
+                theirs.insert(token)
+                ordered.append(token)
+            }
+        }
+        guard contiguous, expected == generation + 1 else { return }
+        complete = true
+        guard !theirs.isEmpty else { return }
+        // Every change of their transactions, in order; then each named row as it is now.
+        var inserted = Set<ObjectID>(), updated = Set<ObjectID>(), deleted = Set<ObjectID>()
+        var touchedMembers = Set<ObjectID>()
+        var perTransaction: [Int64: (Set<String>, [String: [Int64]])] = [:]
+        let select = try db.cachedStatement("SELECT token, entity, op, keys, data FROM strata_history_change WHERE token > ? AND token <= ? ORDER BY token, seq")
+        try select.bind(last, at: 1)
+        try select.bind(generation, at: 2)
+        defer { select.reset() }
+        while try select.step() {
+            let token = select.int64(at: 0)
+            guard theirs.contains(token) else { continue }
+            let entry = try HistoryEntry(select, schema: schema)
+            perTransaction[token, default: ([], [:])].0.insert(entry.info.name)
+            perTransaction[token, default: ([], [:])].1[entry.info.name, default: []] += entry.keys
+            let ids = entry.keys.map { ObjectID(entity: entry.info.internedName, primaryKey: $0) }
+            switch entry.op {
+            case .insert: inserted.formUnion(ids)
+            case .update: updated.formUnion(ids)
+            case .delete: deleted.formUnion(ids)
+            }
+            for case let id?? in entry.toOnes("was").values { touchedMembers.insert(id) }
+            for name in entry.toOnesWithoutPrevious {
+                if let relationship = entry.info.toOnes.first(where: { $0.name == name }) { rerun.insert(relationship.destination) }
+            }
+            for (_, members) in entry.members("add").merging(entry.members("remove"), uniquingKeysWith: +) {
+                touchedMembers.formUnion(members)
+                touchedMembers.formUnion(ids)
+            }
+        }
+        transactions = ordered.map { ($0, perTransaction[$0]?.0 ?? [], perTransaction[$0]?.1 ?? [:]) }
+        // Rows as they are now (this read transaction): a row named and gone was deleted by a
+        // later transaction of the same batch, which names it too.
+        var byEntity: [String: [Int64]] = [:]
+        for id in inserted.union(updated).subtracting(deleted) { byEntity[id.entityName, default: []].append(id.primaryKey) }
+        for (entity, keys) in byEntity.sorted(by: { $0.key < $1.key }) {
+            guard let info = schema.infos[entity] else { continue }
+            let statement = try db.cachedStatement(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
+            try statement.bind(StoreCoordinator.jsonKeys(keys), at: 1)
+            defer { statement.reset() }
+            var found = Set<Int64>()
+            while try statement.step() {
+                let key = statement.int64(at: 0)
+                let row = RowSnapshot(statement: statement, info: info)
+                let id = ObjectID(entity: info.internedName, primaryKey: key)
+                found.insert(key)
+                if inserted.contains(id) { rows.inserted.append((id, row)) } else { rows.updated.append((id, row)) }
+                // The to-many members its to-ones are part of.
+                for (i, inverse) in info.toOneInverseSlots.enumerated() {
+                    guard case .toMany? = inverse, let destination = row.toOnes[i] else { continue }
+                    touchedMembers.insert(ObjectID(entity: info.toOneDestinationNames[i], primaryKey: destination))
+                }
+            }
+            for key in keys where !found.contains(key) { deleted.insert(ObjectID(entity: info.internedName, primaryKey: key)) }
+        }
+        rows.deleted = deleted
+        rows.toManyTouched = touchedMembers.subtracting(deleted)
+    }
+}
