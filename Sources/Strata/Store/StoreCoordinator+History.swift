@@ -18,6 +18,8 @@ public struct ExternalChangeStatistics: Sendable, Equatable {
 struct FollowState {
     /// Set by ``StoreCoordinator/close()``: the follower reads nothing more.
     var stopped = false
+    /// A test's pause (``StoreCoordinator/setFollowingPaused(_:)``).
+    var paused = false
     var generation: Int64 = 0
     var entityGenerations: [String: Int64] = [:]
     var statistics = ExternalChangeStatistics()
@@ -210,7 +212,7 @@ extension StoreCoordinator {
     @discardableResult
     func catchUpWithOtherConnections(following: Bool = false) throws -> Set<String> {
         try followLock.withLock {
-            if following, followState.withLock({ $0.stopped }) { return [] }
+            if following, followState.withLock({ $0.stopped || $0.paused }) { return [] }
             return try catchUpLocked()
         }
     }
@@ -234,7 +236,6 @@ extension StoreCoordinator {
         followState.withLock { state in
             state.generation = max(state.generation, found.generation)
             state.entityGenerations = found.entityGenerations
-            state.statistics.generation = state.generation
             if found.complete {
                 state.statistics.transactionsMerged += found.transactions.count
                 state.statistics.rowsMerged += found.rows.inserted.count + found.rows.updated.count + found.rows.deleted.count
@@ -242,6 +243,9 @@ extension StoreCoordinator {
                 state.statistics.reruns += 1
             }
         }
+        // The statistics' generation moves once the contexts have their news queued: a caller that
+        // sees it and then waits for the contexts' queues sees the merge done.
+        defer { followState.withLock { $0.statistics.generation = max($0.statistics.generation, found.generation) } }
         guard found.complete else {
             if !changed.isEmpty { tellContexts(changed: changed) }
             return changed
@@ -273,6 +277,13 @@ extension StoreCoordinator {
         } catch let error as SQLiteError {
             throw StoreError(error, path: readers.path)
         }
+    }
+
+    /// Pauses following other connections (a test that must choose when news arrives, as the
+    /// controllers' model test does for its other routes); resuming catches up at once.
+    @_spi(Testing) public func setFollowingPaused(_ paused: Bool) {
+        followState.withLock { $0.paused = paused }
+        if !paused { follower?.notice() }
     }
 
     /// After this coordinator's own commit made `generation` (the lock held, COMMIT done): when

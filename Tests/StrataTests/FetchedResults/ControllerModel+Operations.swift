@@ -168,6 +168,9 @@ enum ModelRoute: String, CaseIterable, Sendable {
     case background = "background.save()"
     /// A second coordinator on the same file saves; the first one's `processExternalChanges()`.
     case externalCoordinator = "second coordinator+processExternalChanges()"
+    /// A second coordinator on the same file saves; the first one follows it by itself (the
+    /// history's rows merged, no call), and the batch waits until it has.
+    case externalFollowed = "second coordinator, followed (no call)"
     /// Edits on main, then `main.rollback()`.
     case rollback = "main.rollback()"
     /// `main.refresh(_:mergeChanges:)` of items and categories (and `refreshAllObjects()`).
@@ -256,7 +259,7 @@ struct ModelGenerator {
         let route = rng.weighted([
             (12, ModelRoute.updateSaveToStore), (7, .updateSaveThenMainSaveToStore), (6, .updateSaveOnly),
             (6, .mainEdits), (7, .mainEditsSaveToStore), (6, .mainSaveThenWriterSave),
-            (12, .background), (6, .externalCoordinator), (4, .rollback), (4, .refresh), (2, .reset),
+            (12, .background), (6, .externalCoordinator), (6, .externalFollowed), (4, .rollback), (4, .refresh), (2, .reset),
             (6, .batchRequests), (4, .racePendingToOne), (4, .raceDeleteThenSaved),
         ])
         var operations: [ModelOperation] = []

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import StrataTestSupport
-@testable import Strata
+@_spi(Testing) @testable import Strata
 
 /// Where a watched controller lives.
 enum ModelContextKind: String, Sendable { case main, writer, observer }
@@ -151,7 +151,12 @@ final class ControllerModelRun {
         container = try PersistentContainer(model: ControllerModel.model(), url: url)
         observer = container.coordinator.newContext(name: "observer")
         observer.automaticallyMergesChangesFromParent = true
-        external = try StoreCoordinator(model: ControllerModel.model(), url: url)
+        // The other process follows nothing; the container follows only on the followed route
+        // (elsewhere, the routes choose when main hears of the other coordinator).
+        var quiet = StoreOptions()
+        quiet.history.followsOtherConnections = false
+        external = try StoreCoordinator(model: ControllerModel.model(), url: url, options: quiet)
+        container.coordinator.setFollowingPaused(true)
         for context in [container.writerContext, container.mainContext, observer] {
             context.performAndWait { context.mergePolicy = .inMemoryWinsPerProperty }
         }
@@ -387,6 +392,23 @@ final class ControllerModelRun {
             }
             let touched = try container.coordinator.processExternalChanges()
             if !touched.isEmpty { tally.outcomes["processExternalChanges found changes", default: 0] += 1 }
+        case .externalFollowed:
+            container.coordinator.setFollowingPaused(false)
+            defer { container.coordinator.setFollowingPaused(true) }
+            let other = external.newContext(name: "elsewhere")
+            try other.performAndWait {
+                other.mergePolicy = policy
+                try apply(operations, in: other)
+                _ = try attempt { try other.save() }
+            }
+            // No call: the follower reads the history and merges; bounded wait for it.
+            let target = try external.currentHistoryToken().generation
+            let deadline = Date().addingTimeInterval(10)
+            while container.coordinator.externalChangeStatistics.generation < target, Date() < deadline { usleep(200) }
+            guard container.coordinator.externalChangeStatistics.generation >= target else {
+                throw ModelFailure("the follower did not reach generation \(target) within 10 s: \(container.coordinator.externalChangeStatistics)")
+            }
+            tally.outcomes["followed: merged from the history", default: 0] += 1
         case .rollback:
             try main.performAndWait {
                 try apply(operations, in: main)
@@ -654,4 +676,10 @@ extension Array {
         let start = index % count
         return Array(self[start...] + self[..<start])
     }
+}
+
+/// A batch the harness could not finish as the route requires (not a library error).
+struct ModelFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
