@@ -105,6 +105,10 @@ final class CrashTally {
                     record("differs from a fresh fetch", "violation: \(label): the controller with cache name \(cache) differs from a fresh fetch (not served from the cache, rejection \(rejection.map { "\($0)" } ?? "none")): \(difference ?? "?")")
                 }
             }
+            if let problem = result.historyProblem {
+                violations += 1
+                record("history disagrees", "violation: \(label): \(problem)")
+            }
             check("goods", matches: result.matches, served: result.servedFromCache, difference: result.difference, rejection: result.rejection)
             check("goods-by-name", matches: result.byNameMatches, served: result.byNameServed, difference: result.byNameDifference, rejection: nil)
             if let corruption {

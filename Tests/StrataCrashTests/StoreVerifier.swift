@@ -26,6 +26,9 @@ struct Verification {
     var byNameServed: Bool
     var byNameMatches: Bool
     var byNameDifference: String?
+    /// What the history says that the store does not (a change listed that never committed, a
+    /// commit or a row missing from it); `nil` when they agree.
+    var historyProblem: String?
 }
 
 enum StoreVerifier {
@@ -84,12 +87,39 @@ enum StoreVerifier {
             let present = Set(try markers.map { try $0.value(forKey: "name") as? String ?? "" })
             let goods = try main.count(for: FetchRequest(entityName: "Good"))
             let a = cached.snapshot, b = fresh.snapshot
+            let historyProblem = try historyDisagreement(coordinator, goods: Set(try main.fetchObjectIDs(FetchRequest(entityName: "Good"))))
             return Verification(reopenFailure: reopenFailure, integrity: integrity, missing: acked.subtracting(present).sorted(),
                                 servedFromCache: cached.cacheStatus == .served, rejection: cached.cacheStatus.rejection,
                                 matches: a == b, difference: a == b ? nil : describe(cached: a, fresh: b), goods: goods,
                                 cached: a, fresh: b, byNameServed: byNameCached.cacheStatus == .served, byNameMatches: c == f,
-                                byNameDifference: c == f ? nil : describe(cached: c, fresh: f))
+                                byNameDifference: c == f ? nil : describe(cached: c, fresh: f), historyProblem: historyProblem)
         }
+    }
+
+    /// The history against the store: transactions numbered 1… up to the store's generation, one
+    /// per commit, none past it (a listed commit that never happened) and none missing; every row
+    /// of the store inserted by a listed transaction and not deleted by one; every row a
+    /// transaction deleted gone.
+    static func historyDisagreement(_ coordinator: StoreCoordinator, goods: Set<ObjectID>) throws -> String? {
+        let transactions = try coordinator.history()
+        let generation = try coordinator.currentHistoryToken().generation
+        let tokens = transactions.map(\.token.generation)
+        if let last = tokens.last, last > generation { return "the history lists transaction \(last), past the store's generation \(generation)" }
+        if tokens != Array(1...max(generation, 1)).prefix(tokens.count).map({ $0 }) || Int64(tokens.count) != generation {
+            let missing = Set(1...max(generation, 1)).subtracting(tokens).sorted()
+            return "the history lists \(tokens.count) transactions for generation \(generation) (missing \(missing.prefix(5)))"
+        }
+        var inserted = Set<ObjectID>(), deleted = Set<ObjectID>()
+        for change in transactions.flatMap(\.changes) where change.objectID.entityName == "Good" {
+            switch change.kind {
+            case .insert: inserted.insert(change.objectID)
+            case .delete: deleted.insert(change.objectID)
+            case .update: break
+            }
+        }
+        if let unlisted = goods.subtracting(inserted).first { return "\(unlisted) is in the store, and no transaction of the history inserted it" }
+        if let listed = goods.intersection(deleted).first { return "\(listed) is in the store, and the history lists its delete" }
+        return nil
     }
 
     /// `PRAGMA integrity_check`'s first row, through a raw connection of the store's journal mode.

@@ -21,6 +21,13 @@ import Strata
 @Suite struct HistoryTests {
     static func model() throws -> Model { try Model(version: "1", types: [BookShelf.self, ShelvedBook.self]) }
 
+    /// The app's options: it follows other connections.
+    static var following: StoreOptions {
+        var options = StoreOptions()
+        options.history.followsOtherConnections = true
+        return options
+    }
+
     final class Recorder: FetchedResultsControllerDelegate {
         let lock = NSLock()
         var changes: [FetchedChanges] = []
@@ -92,7 +99,7 @@ import Strata
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("books.sqlite")
-        let container = try PersistentContainer(model: Self.model(), url: url)
+        let container = try PersistentContainer(model: Self.model(), url: url, options: Self.following)
         let main = container.mainContext
         let recorder = Recorder()
         let controller = try main.performAndWait {
@@ -165,7 +172,7 @@ import Strata
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("books.sqlite")
-        let container = try PersistentContainer(model: Self.model(), url: url)
+        let container = try PersistentContainer(model: Self.model(), url: url, options: Self.following)
         let main = container.mainContext
         let recorder = Recorder()
         let controller = try main.performAndWait {

@@ -172,7 +172,9 @@ import StrataTestSupport
         let folder = TemporaryDirectory("strata-read-only-live")
         let url = try Self.makeStore(in: folder.url)
         let writer = try PersistentContainer(model: try Self.model(), url: url)
-        let reader = try PersistentContainer(model: try Self.model(), url: url, options: Self.readOnly)
+        var following = Self.readOnly
+        following.history.followsOtherConnections = true
+        let reader = try PersistentContainer(model: try Self.model(), url: url, options: following)
         let count = { try reader.mainContext.performAndWait { try reader.mainContext.count(for: FetchRequest<Volume>()) } }
         #expect(try count() == 30)
         try writer.mainContext.performAndWait {

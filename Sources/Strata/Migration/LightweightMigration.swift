@@ -361,6 +361,8 @@ public struct LightweightMigration: Sendable {
         // The history says a migration happened here (its rows are not listed: a follower whose
         // copy is older reads the store again).
         try HistoryLog.createTables(db)
+        // Consecutive steps share one transaction and generation: one record for all of them.
+        try db.prepare("DELETE FROM strata_history WHERE token = ?").execute(.integer(generation))
         try HistoryLog.write(db, token: generation, record: HistoryLog.Record(kind: .migration, author: nil, context: nil),
                              writer: StoreCoordinator.randomNonce(), origin: nil)
         KillPoint.hit("migration.meta.updated")

@@ -213,11 +213,14 @@ extension StoreCoordinator {
     func catchUpWithOtherConnections(following: Bool = false) throws -> Set<String> {
         try followLock.withLock {
             if following, followState.withLock({ $0.stopped || $0.paused }) { return [] }
-            return try catchUpLocked()
+            return try catchUpLocked(fromHistory: following)
         }
     }
 
-    private func catchUpLocked() throws -> Set<String> {
+    /// `fromHistory`: merge the history's rows (the follower); else tell the contexts which
+    /// entities changed, as ``processExternalChanges()`` always has (an object with pending changes
+    /// whose row went elsewhere stays until its save finds out, where a merge takes it out).
+    private func catchUpLocked(fromHistory: Bool) throws -> Set<String> {
         let known = followState.withLock { ($0.generation, $0.entityGenerations) }
         let schema = model.schema
         let writer = writerID
@@ -226,7 +229,7 @@ extension StoreCoordinator {
                 let metadata = try StoreCoordinator.readMetadata(db)
                 guard metadata.generation != known.0 else { return nil }
                 var commits = ExternalCommits(generation: metadata.generation, entityGenerations: metadata.entityGenerations)
-                guard metadata.generation > known.0, try HistoryLog.exists(db) else { return commits }
+                guard fromHistory, metadata.generation > known.0, try HistoryLog.exists(db) else { return commits }
                 try commits.read(db, after: known.0, writer: writer, schema: schema)
                 return commits
             }
@@ -239,7 +242,7 @@ extension StoreCoordinator {
             if found.complete {
                 state.statistics.transactionsMerged += found.transactions.count
                 state.statistics.rowsMerged += found.rows.inserted.count + found.rows.updated.count + found.rows.deleted.count
-            } else {
+            } else if fromHistory {
                 state.statistics.reruns += 1
             }
         }

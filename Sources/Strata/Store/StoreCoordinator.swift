@@ -166,18 +166,17 @@ public final class StoreCoordinator: @unchecked Sendable {
     var followReader: Connection?
 
     /// Finds commits made through other connections since the last look (another process,
-    /// another coordinator on the same file) and brings every context up to date, as the
-    /// follower does by itself when ``HistoryOptions/followsOtherConnections`` is on (the
-    /// default): when the store's history lists every such commit, their rows are merged into
-    /// the contexts as a sibling context's save is (objects take the new values, results
-    /// controllers report exact change sets without re-running); when it does not (pruned,
-    /// written without history), each context hears which entities changed
-    /// (``ObjectChanges/entitiesChangedElsewhere``): unchanged objects become faults and results
-    /// controllers re-run their requests.
+    /// another coordinator on the same file), and tells every context of this coordinator which
+    /// entities they touched: unchanged objects of those entities become faults (read again on
+    /// next access) and each context posts an objects-did-change with
+    /// ``ObjectChanges/entitiesChangedElsewhere``, on its own queue. A results controller re-runs
+    /// its request on it and reports the exact change set.
     ///
-    /// Call it to choose the moment (a test, a program that follows nothing by itself). It costs
-    /// one read of the store's generation when nothing happened. Returns the entities changed
-    /// elsewhere.
+    /// Call it when the app may have missed some (on activation, on a timer, after a helper
+    /// process ran). A coordinator that follows other connections
+    /// (``HistoryOptions/followsOtherConnections``) needs no call: it merges their rows from the
+    /// store's history as they land, and this call then finds nothing left. It costs one read of
+    /// the store's generation when nothing happened. Returns the entities changed elsewhere.
     @discardableResult
     public func processExternalChanges() throws -> Set<String> {
         try catchUpWithOtherConnections()

@@ -12,7 +12,8 @@ internal import Synchronization
 /// Context kill points are named after the context (`update.save.pushed`, `main.save.pushed`,
 /// `writer.committed`); the ``catalogue`` lists them for the stack of a ``PersistentContainer``.
 /// The points inside a commit's transaction (`transaction.begun`, `rows.written`,
-/// `generation.bumped`, `entities.stamped`) carry the name of the root context that commits,
+/// `generation.bumped`, `entities.stamped`, and the history's `history.transaction.written`,
+/// `history.change.written`, `history.written`) carry the name of the root context that commits,
 /// also when ``ManagedObjectContext/saveToStore()`` commits a descendant's changes straight
 /// through ancestors that have none (`writer.transaction.begun` for an update context's save).
 ///
@@ -96,7 +97,9 @@ internal import Synchronization
         "update.save.begin", "update.save.validated", "update.save.pushed",
         "main.save.begin", "main.save.validated", "main.frc.updated", "main.save.pushed",
         "writer.save.begin", "writer.save.validated", "writer.transaction.begun", "writer.rows.written",
-        "writer.generation.bumped", "writer.entities.stamped", "writer.committed", "writer.merged", "writer.notified",
+        "writer.generation.bumped", "writer.entities.stamped",
+        "writer.history.transaction.written", "writer.history.change.written", "writer.history.written",
+        "writer.committed", "writer.merged", "writer.notified",
         "cache.rebuild.begin", "cache.refresh.incremental", "cache.rebuild.fetched", "cache.encoded",
         "cache.tmp.created", "cache.tmp.half-written", "cache.tmp.written", "cache.tmp.fsynced",
         "cache.renamed", "cache.dir.fsynced",

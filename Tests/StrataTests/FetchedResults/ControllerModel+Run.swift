@@ -148,7 +148,9 @@ final class ControllerModelRun {
     init() throws {
         directory = TemporaryDirectory("strata-frc-model")
         let url = directory.file("model.sqlite")
-        container = try PersistentContainer(model: ControllerModel.model(), url: url)
+        var following = StoreOptions()
+        following.history.followsOtherConnections = true
+        container = try PersistentContainer(model: ControllerModel.model(), url: url, options: following)
         observer = container.coordinator.newContext(name: "observer")
         observer.automaticallyMergesChangesFromParent = true
         // The other process follows nothing; the container follows only on the followed route
