@@ -36,7 +36,7 @@ struct HistoryCommand: ParsableCommand {
     }
 
     func run() throws {
-        guard let reader = try HistoryReader(location, following: false) else { return }   // no history kept
+        let reader = try HistoryReader(location, following: false)
         defer { reader.coordinator.close() }
         let coordinator = reader.coordinator
         let after = since.map { HistoryToken(store: coordinator.storeUUID, generation: $0) }
@@ -77,10 +77,7 @@ struct WatchCommand: ParsableCommand {
             return source
         }
         defer { for source in sources { source.cancel() } }
-        guard let reader = try HistoryReader(location, following: true) else {
-            throw CommandFailure(.dataError, "\(try location.path()) was written by an earlier Strata and keeps no history; "
-                + "open it once with write access (a StoreCoordinator upgrades it), then watch it")
-        }
+        let reader = try HistoryReader(location, following: true)
         let coordinator = reader.coordinator
         defer { coordinator.close() }
         var last = try coordinator.currentHistoryToken()
@@ -112,9 +109,9 @@ struct HistoryReader {
     let coordinator: StoreCoordinator
     let model: Model
 
-    /// Opens STORE read-only; `nil` for a store an earlier Strata wrote that was never opened
-    /// by one that keeps history (it needs an upgrade, which writes, to be opened at all).
-    init?(_ location: StoreArgument, following: Bool) throws {
+    /// Opens STORE read-only (a store whose history was never kept, as Strata 0.2.0 made
+    /// them, opens too: its history is empty).
+    init(_ location: StoreArgument, following: Bool) throws {
         let inspector = try location.inspector()
         _ = try inspector.metadata()   // rejects a format this Strata can't read
         model = try inspector.model()
@@ -122,13 +119,7 @@ struct HistoryReader {
         options.readOnly = true
         options.history.followsOtherConnections = following
         if following { options.history.pollInterval = .milliseconds(100) }
-        do {
-            coordinator = try StoreCoordinator(model: model, url: inspector.url, options: options)
-        } catch StoreError.readOnly(_, let reason) where reason.contains("upgrade of strata_entity") {
-            // Every Strata that keeps history upgrades strata_entity when it opens a store for
-            // writing, so a store that still needs it has no history.
-            return nil
-        }
+        coordinator = try StoreCoordinator(model: model, url: inspector.url, options: options)
     }
 
     /// Prints `transactions` (text or JSON lines) and flushes standard output.
