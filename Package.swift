@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
         .executable(name: "strata", targets: ["StrataCLI"]),
         .executable(name: "strata-crash-harness", targets: ["StrataCrashHarness"]),
+        .executable(name: "strata-history-writer", targets: ["StrataHistoryWriter"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -101,6 +102,12 @@ let package = Package(
         .executableTarget(
             name: "StrataCrashHarness",
             dependencies: ["Strata", "StrataSQLite", "StrataTestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        // The writing child of the two-process external-changes test (ExternalChangesProcessTests).
+        .executableTarget(
+            name: "StrataHistoryWriter",
+            dependencies: ["Strata", "StrataTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .testTarget(
