@@ -308,8 +308,13 @@ extension StoreCoordinator {
                 // Whether anything but the rows themselves was written before their DELETE.
                 var wroteOthers = false
                 for (sql, destination, inverse) in nullifications {
-                    let (_, cleared) = try db.rowIDs(changedIn: destination, by: .update) { try db.prepare(sql).execute(json()) }
-                    if !cleared.isEmpty { touched.insert(destination); wroteOthers = true }
+                    // A join table's rows go (a DELETE: no update reported); a column is cleared (an
+                    // UPDATE: its rows' keys, for the history).
+                    let (changed, cleared) = try db.rowIDs(changedIn: destination, by: .update) { () throws -> Int in
+                        try db.prepare(sql).execute(json())
+                        return db.changes
+                    }
+                    if changed > 0 { touched.insert(destination); wroteOthers = true }
                     if historyOptions.isEnabled, let inverse, !cleared.isEmpty {
                         history.add(destination, .update, cleared.sorted(), "{\"set\":{" + HistoryLog.quote(inverse) + ":null}}")
                     }
