@@ -31,6 +31,14 @@ import Strata
         try Model(version: "1", types: [Region.self, Journey.self, Depot.self, Truck.self])
     }
 
+    /// These tests choose when the app hears of another coordinator (processExternalChanges()):
+    /// it does not follow other connections by itself.
+    static var notFollowing: StoreOptions {
+        var options = StoreOptions()
+        options.history.followsOtherConnections = false
+        return options
+    }
+
     final class Recorder: FetchedResultsControllerDelegate {
         var events: [FetchedResultsEvent] = []
         func controller(_ controller: FetchedResultsController<Journey>, didReport event: FetchedResultsEvent) { events.append(event) }
@@ -79,7 +87,7 @@ import Strata
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("store.sqlite")
-        let container = try PersistentContainer(model: try Self.model(), url: url)
+        let container = try PersistentContainer(model: try Self.model(), url: url, options: Self.notFollowing)
         defer { container.coordinator.close() }
         let main = container.mainContext
         let northID = try Self.seed(main)
@@ -110,7 +118,7 @@ import Strata
                 try background.save()
             }
         default:
-            let other = try StoreCoordinator(model: try Self.model(), url: url)
+            let other = try StoreCoordinator(model: try Self.model(), url: url, options: Self.notFollowing)
             let elsewhere = other.newContext()
             try elsewhere.performAndWait {
                 try elsewhere.delete(try elsewhere.existingObject(with: northID))
@@ -137,7 +145,7 @@ import Strata
         // j saves without a region; the store holds no key to a gone row.
         try main.performAndWait { try main.saveToStore() }
         try Self.checkAgainstFoundation(controller, main)
-        let fresh = try PersistentContainer(model: try Self.model(), url: url)
+        let fresh = try PersistentContainer(model: try Self.model(), url: url, options: Self.notFollowing)
         defer { fresh.coordinator.close() }
         try fresh.mainContext.performAndWait {
             let journeys = try fresh.mainContext.fetch(FetchRequest<Journey>(sortBy: Self.sort))
@@ -156,7 +164,7 @@ import Strata
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("store.sqlite")
-        let container = try PersistentContainer(model: try Self.model(), url: url)
+        let container = try PersistentContainer(model: try Self.model(), url: url, options: Self.notFollowing)
         defer { container.coordinator.close() }
         let main = container.mainContext
         let northID = try Self.seed(main)
@@ -204,7 +212,7 @@ import Strata
             let names = try #require(try controller.fetchedObjects).map { "\($0.name):\($0.region?.name ?? "-")" }
             #expect(names == ["x:-", "a:south"])
         }
-        let fresh = try PersistentContainer(model: try Self.model(), url: url)
+        let fresh = try PersistentContainer(model: try Self.model(), url: url, options: Self.notFollowing)
         defer { fresh.coordinator.close() }
         try fresh.mainContext.performAndWait {
             let regions = try fresh.mainContext.fetch(FetchRequest<Region>(sortBy: [SortDescriptor(\.name)]))
@@ -354,7 +362,7 @@ import Strata
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("store.sqlite")
-        let container = try PersistentContainer(model: try Self.model(), url: url)
+        let container = try PersistentContainer(model: try Self.model(), url: url, options: Self.notFollowing)
         defer { container.coordinator.close() }
         let main = container.mainContext
         _ = try Self.seed(main)
@@ -377,7 +385,7 @@ import Strata
             return a.objectID
         }
         container.writerContext.performAndWait { container.writerContext.mergePolicy = .error }
-        let other = try StoreCoordinator(model: try Self.model(), url: url)
+        let other = try StoreCoordinator(model: try Self.model(), url: url, options: Self.notFollowing)
         let elsewhere = other.newContext()
         try elsewhere.performAndWait {
             try elsewhere.existingObject(with: aID, as: Journey.self).name = "aX"

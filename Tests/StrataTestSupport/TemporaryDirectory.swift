@@ -1,4 +1,5 @@
 public import Foundation
+public import Strata
 
 /// A fresh folder under the system temp directory, removed when the value is released (also when
 /// the test that holds it fails or throws).
@@ -64,4 +65,16 @@ public func withTemporaryDirectory<T>(_ label: String = "strata-test", _ body: (
     let directory = TemporaryDirectory(label)
     defer { withExtendedLifetime(directory) {} }
     return try await body(directory)
+}
+
+extension StoreOptions {
+    /// Options of a coordinator that hears of other connections' commits only when the test calls
+    /// `processExternalChanges()`: the tests written for "another process, not yet heard of"
+    /// (following other connections is on by default and would tell it by itself, at a moment
+    /// the test does not choose).
+    public static var notFollowing: StoreOptions {
+        var options = StoreOptions()
+        options.history.followsOtherConnections = false
+        return options
+    }
 }

@@ -101,7 +101,7 @@ public enum HistoryError: Error, Equatable, CustomStringConvertible {
 
 /// Whether a store's coordinator records history, and how long it is kept.
 ///
-/// The default keeps history (following other connections is off), and prunes it at commits: transactions older than 7 days, and all
+/// The default keeps history and follows other connections, and prunes the history at commits: transactions older than 7 days, and all
 /// but the last 100,000, go (whichever keeps less). A reader whose token the pruning passed gets
 /// the transactions still there; a coordinator following other processes then reads the store
 /// again once (see <doc:HistoryAndOtherProcesses>).
@@ -118,10 +118,12 @@ public struct HistoryOptions: Sendable, Equatable {
     /// ``StoreCoordinator/processExternalChanges()``. Linux: inotify on the store's folder,
     /// else a poll of the store's generation every ``pollInterval``.
     ///
-    /// Off by default in 0.3.0, as Core Data's remote-change option is: turning it on changes what
-    /// a context that has not saved yet sees (another process's delete reaches it before its
-    /// save, not at it). Turn it on for an app that shows a store another program writes.
-    public var followsOtherConnections = false
+    /// On by default (Core Data makes its remote-change notification opt-in and leaves the merge
+    /// to the app; Strata merges). A context with unsaved edits then hears of another process's
+    /// delete as it lands, as of a sibling context's save: the deleted object leaves it, and
+    /// relationships that named it let go. Turn it off to choose the moment with
+    /// ``StoreCoordinator/processExternalChanges()``.
+    public var followsOtherConnections = true
     /// How often the generation is read where inotify is missing (and, as a safety net, after
     /// a change notice found nothing new yet).
     public var pollInterval: Duration = .milliseconds(250)

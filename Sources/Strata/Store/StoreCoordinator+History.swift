@@ -225,7 +225,12 @@ extension StoreCoordinator {
         let schema = model.schema
         let writer = writerID
         let found: ExternalCommits? = try withFollowReader { db in
-            try db.transaction(.deferred) {
+            // Most notices are this coordinator's own commits, already seen: one row read.
+            let generation = try db.cachedStatement("SELECT generation FROM strata_meta WHERE id = 1")
+            let current = try generation.step() ? generation.int64(at: 0) : nil
+            generation.reset()
+            if current == known.0 { return nil }
+            return try db.transaction(.deferred) {
                 let metadata = try StoreCoordinator.readMetadata(db)
                 guard metadata.generation != known.0 else { return nil }
                 var commits = ExternalCommits(generation: metadata.generation, entityGenerations: metadata.entityGenerations)

@@ -76,7 +76,7 @@ import Synchronization
         let directory = TemporaryDirectory()
         let url = directory.file("company.sqlite")
         let seed = try Fixture.seed(url)
-        let coordinator = try StoreCoordinator(model: TestModels.company(), url: url)
+        let coordinator = try StoreCoordinator(model: TestModels.company(), url: url, options: .notFollowing)
         return (directory, url, seed, coordinator, coordinator.newContext(name: "root"))
     }
 

@@ -60,8 +60,8 @@ import StrataTestSupport
 
         init(_ layout: Layout) throws {
             url = directory.file("store.sqlite")
-            first = try StoreCoordinator(model: TestModels.company(), url: url)
-            second = layout == .oneCoordinator ? first : try StoreCoordinator(model: TestModels.company(), url: url)
+            first = try StoreCoordinator(model: TestModels.company(), url: url, options: .notFollowing)
+            second = layout == .oneCoordinator ? first : try StoreCoordinator(model: TestModels.company(), url: url, options: .notFollowing)
             a = first.newContext(name: "A")
             b = second.newContext(name: "B")
         }
@@ -71,14 +71,14 @@ import StrataTestSupport
         /// The employee `id` as the store file holds it now, read by a fresh coordinator; `nil`
         /// when the row is gone.
         func stored(_ id: ObjectID) throws -> Person? {
-            let coordinator = try StoreCoordinator(model: TestModels.company(), url: url)
+            let coordinator = try StoreCoordinator(model: TestModels.company(), url: url, options: .notFollowing)
             defer { coordinator.close() }
             return try MergePolicyTests.stored(id, in: coordinator)
         }
 
         /// Every property of `id` as the store file holds it now (see ``MergePolicyTests/snapshot(_:)``).
         func storedSnapshot(_ id: ObjectID) throws -> [String: String]? {
-            let coordinator = try StoreCoordinator(model: TestModels.company(), url: url)
+            let coordinator = try StoreCoordinator(model: TestModels.company(), url: url, options: .notFollowing)
             defer { coordinator.close() }
             let context = coordinator.newContext(name: "reader")
             return try context.performAndWait {

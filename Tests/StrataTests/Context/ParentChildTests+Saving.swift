@@ -208,7 +208,7 @@ extension ParentChildTests {
         await #expect(processExitsWith: .success) { [folder = directory.url as URL] in
             let url = folder.appendingPathComponent("c1.sqlite")
             let seed = try ParentChildTests.seed(url)
-            let coordinator = try StoreCoordinator(model: TestModels.company(), url: url)
+            let coordinator = try StoreCoordinator(model: TestModels.company(), url: url, options: .notFollowing)
             let context = coordinator.newContext()
             try context.performAndWait {
                 try context.delete(try context.object(with: seed.sales))
@@ -221,7 +221,7 @@ extension ParentChildTests {
         await #expect(processExitsWith: .success) { [folder = directory.url as URL] in
             let url = folder.appendingPathComponent("c2.sqlite")
             let seed = try ParentChildTests.seed(url)
-            let coordinator = try StoreCoordinator(model: TestModels.company(), url: url)
+            let coordinator = try StoreCoordinator(model: TestModels.company(), url: url, options: .notFollowing)
             let context = coordinator.newContext()
             try context.performAndWait {
                 try context.delete(try context.object(with: seed.cy))

@@ -24,7 +24,7 @@ import StrataTestSupport
     }
 
     static func seed(_ url: URL) throws -> Seed {
-        let coordinator = try StoreCoordinator(model: TestModels.company(), url: url)
+        let coordinator = try StoreCoordinator(model: TestModels.company(), url: url, options: .notFollowing)
         defer { coordinator.close() }
         let context = coordinator.newContext(name: "seed")
         return try context.performAndWait {
@@ -47,7 +47,7 @@ import StrataTestSupport
     static func container(in directory: TemporaryDirectory = TemporaryDirectory()) throws -> (TemporaryDirectory, URL, Seed, PersistentContainer) {
         let url = directory.file("company.sqlite")
         let seed = try seed(url)
-        return (directory, url, seed, try PersistentContainer(model: TestModels.company(), url: url))
+        return (directory, url, seed, try PersistentContainer(model: TestModels.company(), url: url, options: .notFollowing))
     }
 
     /// The sorted names (or titles) of a relationship's or fetch's objects.
@@ -62,7 +62,7 @@ import StrataTestSupport
     /// What a fresh coordinator on the file reads: every object of `entity` by name, with `detail`.
     static func stored(_ url: URL, _ entity: String, sortKey: String = "name",
                        _ detail: (ManagedObject) throws -> String = { _ in "" }) throws -> [String] {
-        let coordinator = try StoreCoordinator(model: TestModels.company(), url: url)
+        let coordinator = try StoreCoordinator(model: TestModels.company(), url: url, options: .notFollowing)
         defer { coordinator.close() }
         let context = coordinator.newContext(name: "reader")
         return try context.performAndWait {

@@ -27,14 +27,14 @@ import Synchronization
 
     /// A root context on its own coordinator, on a seeded store file.
     static func rootContext(_ url: URL) throws -> (StoreCoordinator, ManagedObjectContext) {
-        let coordinator = try StoreCoordinator(model: TestModels.company(), url: url)
+        let coordinator = try StoreCoordinator(model: TestModels.company(), url: url, options: .notFollowing)
         return (coordinator, coordinator.newContext(name: "root"))
     }
 
     /// Changes a row through a second coordinator on the same file (another process, as far as
     /// the first coordinator can tell).
     static func elsewhere(_ url: URL, _ body: (ManagedObjectContext) throws -> Void) throws {
-        let coordinator = try StoreCoordinator(model: TestModels.company(), url: url)
+        let coordinator = try StoreCoordinator(model: TestModels.company(), url: url, options: .notFollowing)
         defer { coordinator.close() }
         let context = coordinator.newContext(name: "elsewhere")
         try context.performAndWait {

@@ -42,7 +42,7 @@ import StrataTestSupport
     /// Another coordinator on the same file deletes `ids` and saves; `container` hears of it
     /// through processExternalChanges().
     static func deleteElsewhere(_ ids: [ObjectID], url: URL, heardBy container: PersistentContainer, told: Bool = true) throws {
-        let other = try StoreCoordinator(model: Fixture.model(), url: url)
+        let other = try StoreCoordinator(model: Fixture.model(), url: url, options: .notFollowing)
         let elsewhere = other.newContext(name: "elsewhere")
         try elsewhere.performAndWait {
             for id in ids { try elsewhere.delete(try elsewhere.existingObject(with: id)) }
@@ -60,7 +60,7 @@ import StrataTestSupport
 
     /// Items whose category key names no category row: must be none, always.
     static func danglingItems(_ url: URL) throws -> Int {
-        let coordinator = try StoreCoordinator(model: Fixture.model(), url: url)
+        let coordinator = try StoreCoordinator(model: Fixture.model(), url: url, options: .notFollowing)
         defer { coordinator.close() }
         return try coordinator.withConnection { db in
             let category = try #require(Fixture.model().schema.infos["Category"])
@@ -78,7 +78,7 @@ import StrataTestSupport
     func saveNamingACategoryDeletedElsewhereIsRefused(policy: MergePolicy) throws {
         let directory = TemporaryDirectory()
         let url = directory.file("store.sqlite")
-        let container = try PersistentContainer(model: Fixture.model(), url: url)
+        let container = try PersistentContainer(model: Fixture.model(), url: url, options: .notFollowing)
         let main = container.mainContext
         let categoryID = try Self.seedCategory(container)
         let request = FetchRequest(entityName: "Item", sortKeys: [.ascending("category.name"), .ascending("name")])
@@ -128,7 +128,7 @@ import StrataTestSupport
     @Test func backgroundDeleteThenMainAndWriterSaveIsRefused() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("store.sqlite")
-        let container = try PersistentContainer(model: Fixture.model(), url: url)
+        let container = try PersistentContainer(model: Fixture.model(), url: url, options: .notFollowing)
         let main = container.mainContext
         let writer = container.writerContext
         let categoryID = try Self.seedCategory(container)
@@ -192,7 +192,7 @@ import StrataTestSupport
         ])
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("strata-dangling-\(UUID().uuidString).sqlite")
         defer { try? FileManager.default.removeItem(at: url) }
-        let container = try PersistentContainer(model: model, url: url)
+        let container = try PersistentContainer(model: model, url: url, options: .notFollowing)
         defer { container.coordinator.close() }
         let update = container.newUpdateContext()
         // One save: Apple rows (written first) name Zebras the same save inserts.
@@ -221,7 +221,7 @@ import StrataTestSupport
         #expect(Self.destinationLookups(container) == 1)
         // A Zebra deleted by another coordinator: the new Apple naming it is refused, nothing written.
         let zebra = try update.performAndWait { try update.existingObject(with: doomed) }
-        let other = try StoreCoordinator(model: model, url: url)
+        let other = try StoreCoordinator(model: model, url: url, options: .notFollowing)
         let elsewhere = other.newContext(name: "elsewhere")
         try elsewhere.performAndWait {
             try elsewhere.delete(try elsewhere.existingObject(with: doomed))
@@ -253,7 +253,7 @@ import StrataTestSupport
     @Test func mainListsMatchTheStoreAfterTheWriterRollsBack() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("store.sqlite")
-        let container = try PersistentContainer(model: Fixture.model(), url: url)
+        let container = try PersistentContainer(model: Fixture.model(), url: url, options: .notFollowing)
         let main = container.mainContext
         let writer = container.writerContext
         let (categoryID, itemID) = try DanglingReferenceTests.seedItem(container)
@@ -298,7 +298,7 @@ import StrataTestSupport
     func itemDroppedByTheWritersCommitLeavesMainsList(policy: MergePolicy) throws {
         let directory = TemporaryDirectory()
         let url = directory.file("store.sqlite")
-        let container = try PersistentContainer(model: Fixture.model(), url: url)
+        let container = try PersistentContainer(model: Fixture.model(), url: url, options: .notFollowing)
         let main = container.mainContext
         let writer = container.writerContext
         let (_, itemID) = try DanglingReferenceTests.seedItem(container)
@@ -338,7 +338,7 @@ import StrataTestSupport
     @Test func itemLeavesMainsListsAtTheSave() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("store.sqlite")
-        let container = try PersistentContainer(model: Fixture.model(), url: url)
+        let container = try PersistentContainer(model: Fixture.model(), url: url, options: .notFollowing)
         let main = container.mainContext
         let writer = container.writerContext
         let (_, itemID) = try DanglingReferenceTests.seedItem(container)

@@ -14,7 +14,7 @@ import StrataTestSupport
     /// context of a coordinator that is closed afterwards.
     static func makeStore(in directory: TemporaryDirectory) throws -> URL {
         let url = directory.file("goods.sqlite")
-        let coordinator = try StoreCoordinator(model: TestModels.goods(), url: url)
+        let coordinator = try StoreCoordinator(model: TestModels.goods(), url: url, options: .notFollowing)
         let root = coordinator.newContext(name: "seed")
         try root.performAndWait {
             let categories = try (0..<categoryCount).map { index -> ManagedObject in

@@ -28,7 +28,7 @@ import StrataTestSupport
 
     /// What a controller with cache `goods` finds in the store at `url`.
     static func statusOnReopen(_ url: URL) throws -> SectionCacheStatus {
-        let coordinator = try StoreCoordinator(model: TestModels.goods(), url: url)
+        let coordinator = try StoreCoordinator(model: TestModels.goods(), url: url, options: .notFollowing)
         defer { coordinator.close() }
         let context = coordinator.newContext()
         let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context, cacheName: "goods")
@@ -45,7 +45,7 @@ import StrataTestSupport
         let url = directory.file("goods.sqlite")
         weak var released: StoreCoordinator?
         do {
-            let coordinator = try StoreCoordinator(model: TestModels.goods(), url: url)
+            let coordinator = try StoreCoordinator(model: TestModels.goods(), url: url, options: .notFollowing)
             released = coordinator
             try Self.fetchWithoutWaiting(coordinator)
         }
@@ -57,7 +57,7 @@ import StrataTestSupport
     @Test func closeWritesTheScheduledCache() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("goods.sqlite")
-        let coordinator = try StoreCoordinator(model: TestModels.goods(), url: url)
+        let coordinator = try StoreCoordinator(model: TestModels.goods(), url: url, options: .notFollowing)
         try Self.fetchWithoutWaiting(coordinator)
         coordinator.close()
         #expect(FileManager.default.fileExists(atPath: Self.cacheFile(url)))
@@ -68,7 +68,7 @@ import StrataTestSupport
     /// libdispatch traps as a deadlock); so does the exit hook.
     @Test func flushingFromTheCacheQueueDoesNotWaitForItself() throws {
         let directory = TemporaryDirectory()
-        let coordinator = try StoreCoordinator(model: TestModels.goods(), url: directory.file("goods.sqlite"))
+        let coordinator = try StoreCoordinator(model: TestModels.goods(), url: directory.file("goods.sqlite"), options: .notFollowing)
         defer { coordinator.close() }
         try Self.fetchWithoutWaiting(coordinator)
         coordinator.cacheQueue.sync {
@@ -93,7 +93,7 @@ import StrataTestSupport
         let directory = TemporaryDirectory()
         let url = directory.file("goods.sqlite")
         let holder = Holder()
-        holder.coordinator = try StoreCoordinator(model: TestModels.goods(), url: url)
+        holder.coordinator = try StoreCoordinator(model: TestModels.goods(), url: url, options: .notFollowing)
         let coordinator = try #require(holder.coordinator)
         try Self.fetchWithoutWaiting(coordinator)
         let queue = coordinator.cacheQueue
