@@ -244,16 +244,20 @@ extension StoreCoordinator {
         followState.withLock { state in
             state.generation = max(state.generation, found.generation)
             state.entityGenerations = found.entityGenerations
-            if found.complete {
-                state.statistics.transactionsMerged += found.transactions.count
-                state.statistics.rowsMerged += found.rows.inserted.count + found.rows.updated.count + found.rows.deleted.count
-            } else if fromHistory {
-                state.statistics.reruns += 1
+        }
+        // The statistics move once the contexts have their news queued, and the caches their
+        // refreshes: a caller that sees them and then waits for those queues sees the work done.
+        defer {
+            followState.withLock { state in
+                state.statistics.generation = max(state.statistics.generation, found.generation)
+                if found.complete {
+                    state.statistics.transactionsMerged += found.transactions.count
+                    state.statistics.rowsMerged += found.rows.inserted.count + found.rows.updated.count + found.rows.deleted.count
+                } else if fromHistory {
+                    state.statistics.reruns += 1
+                }
             }
         }
-        // The statistics' generation moves once the contexts have their news queued: a caller that
-        // sees it and then waits for the contexts' queues sees the merge done.
-        defer { followState.withLock { $0.statistics.generation = max($0.statistics.generation, found.generation) } }
         guard found.complete else {
             if !changed.isEmpty { tellContexts(changed: changed) }
             return changed

@@ -273,6 +273,53 @@ import StrataTestSupport
         withExtendedLifetime(controller) {}
     }
 
+    /// Another coordinator's one-row commit (another process, as far as this one knows): the
+    /// follower reads its keys from the history, and the cache is refreshed from them as after
+    /// this coordinator's own commit — one row read, not the list.
+    @Test func anotherConnectionsOneRowCommitIsRefreshedFromTheHistorysKeys() throws {
+        let (directory, url, container) = try Self.store()
+        defer {
+            container.coordinator.close()
+            withExtendedLifetime(directory) {}
+        }
+        let main = container.mainContext
+        try main.performAndWait {
+            for index in 0..<2_000 {
+                let item = try main.insert("Item")
+                try item.setValue(["a", "b", "c", "d"][index % 4], forKey: "section")
+                try item.setValue(Int64(index % 97), forKey: "rank")
+                try item.setValue(true, forKey: "flag")
+            }
+            try main.saveToStore()
+        }
+        let cached = try Self.controllers()[0]
+        let controller = FetchedResultsController(fetchRequest: cached.request, managedObjectContext: main,
+                                                  sectionNameKeyPath: cached.sectionKeyPath, cacheName: cached.name)
+        try main.performAndWait { try controller.performFetch() }
+        container.coordinator.waitForCacheWrites()
+        let before = container.coordinator.cacheRefreshStatistics
+        let merged = container.coordinator.externalChangeStatistics.transactionsMerged
+        let other = try StoreCoordinator(model: Self.model(), url: url, options: .notFollowing)
+        let elsewhere = other.newContext(name: "elsewhere")
+        try elsewhere.performAndWait {
+            let item = try #require(elsewhere.fetch(FetchRequest(entityName: "Item", predicate: try Condition("rank == 5"), fetchLimit: 1)).first)
+            try item.setValue("b", forKey: "section")
+            try item.setValue(Int64(50), forKey: "rank")
+            try elsewhere.save()
+        }
+        other.close()
+        let deadline = Date().addingTimeInterval(10)
+        while container.coordinator.externalChangeStatistics.transactionsMerged == merged, Date() < deadline { usleep(1000) }
+        #expect(container.coordinator.externalChangeStatistics.transactionsMerged == merged + 1)
+        container.coordinator.waitForCacheWrites()
+        let after = container.coordinator.cacheRefreshStatistics
+        #expect(after.incremental - before.incremental == 1)
+        #expect(after.full == before.full)
+        #expect(after.changedRowsRead - before.changedRowsRead == 1)
+        #expect(try Self.check(cached, container.coordinator, StoreInspector(url: url)))
+        withExtendedLifetime(controller) {}
+    }
+
     /// With the option off every refresh re-runs the request (what the benchmarks compare with).
     @Test func theOptionOffRereadsTheList() throws {
         var options = StoreOptions()
