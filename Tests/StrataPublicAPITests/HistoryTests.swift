@@ -169,6 +169,51 @@ import Strata
         #expect(container.coordinator.externalChangeStatistics.reruns == before.reruns)
     }
 
+    /// Work done, not time: another process's one-row change to a list of 3,000 rows reaches the
+    /// controller as that row, read once; the list is not fetched again (a re-run reads 3,000).
+    @Test func aOneRowChangeElsewhereReadsThatRowNotTheList() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("history-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("books.sqlite")
+        let container = try PersistentContainer(model: Self.model(), url: url)
+        let main = container.mainContext
+        let recorder = Recorder()
+        let controller = try main.performAndWait {
+            for i in 0..<3_000 {
+                let book = try main.insert(ShelvedBook.self)
+                book.isbn = "isbn-\(i)"
+                book.title = "t\(i)"
+                book.pages = i
+            }
+            try main.saveToStore()
+            let controller = FetchedResultsController(FetchRequest<ShelvedBook>(sortBy: [SortDescriptor(\ShelvedBook.pages)]), context: main)
+            try controller.performFetch()
+            controller.delegate = recorder
+            return controller
+        }
+        let before = container.coordinator.externalChangeStatistics
+        container.coordinator.resetStatistics()
+        let other = try StoreCoordinator(model: Self.model(), url: url)
+        defer { other.close() }
+        let elsewhere = other.newContext()
+        let moved = try elsewhere.performAndWait {
+            let book = try #require(try elsewhere.fetch(FetchRequest<ShelvedBook>(predicate: #Predicate { $0.pages == 10 })).first)
+            book.pages = 5_000                                  // from 11th to last
+            try elsewhere.save()
+            return book.objectID
+        }
+        #expect(Self.eventually { container.coordinator.externalChangeStatistics.transactionsMerged > before.transactionsMerged })
+        container.waitForPendingMerges()
+        let changes = try #require(recorder.changes.last)
+        #expect(changes.applied() == changes.after)
+        #expect(main.performAndWait { controller.snapshot.objectIDs.last } == moved)
+        // The follower reads on a reader of its own; the app's connections read the moved row.
+        let statistics = container.coordinator.statistics
+        #expect(statistics.rowsRead(of: .select) <= 10, "\(statistics.rowsRead(of: .select)) rows read")
+        #expect(container.coordinator.externalChangeStatistics.reruns == before.reruns)
+    }
+
     @Test func aCoordinatorWithoutHistoryMakesFollowersReRun() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("history-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
