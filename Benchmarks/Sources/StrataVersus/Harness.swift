@@ -28,6 +28,10 @@ struct Options {
         the main context during an import, two contexts fetching in parallel; 1,000,000 items,
         --quick 100,000).
 
+        --filter history runs only the history rows (History.swift: one external change → the delegate
+        of a controller over 1,000,000 items, followed vs re-run; the import with history on vs off;
+        history(after:) of 10,000 transactions).
+
         Data: Benchmarks/data/*.csv (Benchmarks/fetch-data). Results: Benchmarks/results/<date>.md
         (a --quick run writes <date>-quick.md, a --filter run <date>-<filter>.md; an existing file
         is never replaced: -2, -3, … is added to the name).

@@ -71,6 +71,9 @@ final class Runner {
         let concurrent = ConcurrentReads(options: options, scratch: scratch)
         try concurrent.run(start: start, record: record)
         sections += concurrent.sections
+        let history = HistoryWorkloads(options: options, data: data, scratch: scratch, importPlan: importPlan)
+        try history.run(start: start, record: record)
+        sections += history.sections
         if options.large { try largeControllerWorkloads() }
     }
 
