@@ -112,6 +112,9 @@ final class ChangeWatch: @unchecked Sendable {
                 }
                 for notice in due { notice() }
             }
+            // At most one wake-up a millisecond: a write-heavy minute (an import writes the WAL
+            // thousands of times) queues identical events meanwhile, which the kernel folds into one.
+            usleep(1000)
         }
     }
     #endif

@@ -34,6 +34,8 @@ final class ExternalChangeFollower: @unchecked Sendable {
     let queue = DispatchQueue(label: "strata.external-changes", qos: .userInitiated)
     private weak var coordinator: StoreCoordinator?
     private let queued = Locked(false)
+    /// Set while a look deferred by a busy writer is queued.
+    private let retryQueued = Locked(false)
     private let lock = NSLock()
     private var registration: (folder: String, token: Int)?
     private var timer: (any DispatchSourceTimer)?
@@ -85,6 +87,22 @@ final class ExternalChangeFollower: @unchecked Sendable {
 
     private func catchUp() {
         guard lock.withLock({ !stopped }), let coordinator else { return }
+        // This coordinator is writing (a commit, a batch, an import): no other connection can
+        // commit until it is done, and its own writes are what woke us. Look again shortly, once,
+        // instead of reading beside every write (an import's WAL writes come by the thousand).
+        if coordinator.writerIsBusy() {
+            let first = retryQueued.withLock { queued -> Bool in
+                defer { queued = true }
+                return !queued
+            }
+            guard first else { return }
+            queue.asyncAfter(deadline: .now() + .milliseconds(5)) { [weak self] in
+                guard let self else { return }
+                retryQueued.withLock { $0 = false }
+                catchUp()
+            }
+            return
+        }
         // A failed read (the store busy being replaced, an I/O error) leaves the state as it was:
         // the next notice, or the poll, tries again.
         _ = try? coordinator.catchUpWithOtherConnections(following: true)

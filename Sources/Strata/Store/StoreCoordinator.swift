@@ -385,6 +385,14 @@ public final class StoreCoordinator: @unchecked Sendable {
     }
 
     /// Runs SQL access under the coordinator's lock, turning SQLite errors into ``StoreError/sqlite(_:)``.
+    /// Whether the writer connection is in use right now (a commit, a batch request, a key
+    /// reservation): the follower then looks again later rather than read beside it.
+    func writerIsBusy() -> Bool {
+        guard lock.try() else { return true }
+        lock.unlock()
+        return false
+    }
+
     func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
         try lock.withLock {
             precondition(!connection.isClosed, "StoreCoordinator used after close(): open a new coordinator.")
