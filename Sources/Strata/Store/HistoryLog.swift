@@ -29,16 +29,21 @@ enum HistoryLog {
         """,
     ]
 
+    /// Creates the tables where they are missing (a store made before 0.3.0); one look at the
+    /// schema when they are there.
     static func createTables(_ db: Connection) throws {
+        guard try !exists(db) else { return }
         for sql in creationSQL { try db.execute(sql) }
     }
 
     /// Whether the store has the tables (a store made before 0.3.0 gets them at its first
     /// writable opening).
     static func exists(_ db: Connection) throws -> Bool {
-        let statement = try db.cachedStatement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'strata_history'")
+        // Both: a crash between the two CREATEs of an opening leaves one (made again next time).
+        let statement = try db.cachedStatement(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('strata_history', 'strata_history_change')")
         defer { statement.reset() }
-        return try statement.step()
+        return try statement.step() && statement.int64(at: 0) == 2
     }
 
     static let processName = ProcessInfo.processInfo.processName
@@ -123,15 +128,26 @@ enum HistoryLog {
     static func encodeKeys(_ keys: [Int64]) -> String {
         let sorted = keys.count > 1 && !isAscending(keys) ? keys.sorted() : keys
         var text = "["
+        text.reserveCapacity(8 * min(sorted.count, 4096))
         var index = 0
+        var first = true
+        // (String.count is O(n): a flag, not the text's length, says whether a comma is due.)
         while index < sorted.count {
             var end = index
             while end + 1 < sorted.count, sorted[end + 1] == sorted[end] + 1 { end += 1 }
-            if text.count > 1 { text += "," }
+            if !first { text += "," }
+            first = false
             if end - index >= 2 {
-                text += "[\(sorted[index]),\(sorted[end])]"
+                text += "["
+                text += String(sorted[index])
+                text += ","
+                text += String(sorted[end])
+                text += "]"
             } else {
-                text += (index...end).map { String(sorted[$0]) }.joined(separator: ",")
+                for i in index...end {
+                    if i > index { text += "," }
+                    text += String(sorted[i])
+                }
             }
             index = end + 1
         }
