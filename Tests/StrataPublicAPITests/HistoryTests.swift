@@ -54,6 +54,8 @@ import Strata
         defer { try? FileManager.default.removeItem(at: directory) }
         let container = try PersistentContainer(model: Self.model(), url: directory.appendingPathComponent("books.sqlite"))
         let start = try container.coordinator.currentHistoryToken()
+        // Set from the test's thread, as an app sets its view context's author after making it.
+        container.mainContext.transactionAuthor = "app"
         let context = container.newBackgroundContext()
         let (shelfID, bookID) = try context.performAndWait {
             context.transactionAuthor = "importer"
@@ -86,12 +88,31 @@ import Strata
         #expect(delete.preservedValues == ["isbn": .string("978-0")])
         // Filtered by author; a token round-trips through JSON.
         #expect(try container.coordinator.history(after: start, author: "someone else").isEmpty)
+        try container.mainContext.performAndWait {
+            let shelf = try container.mainContext.insert(BookShelf.self)
+            shelf.label = "B"
+            try container.mainContext.saveToStore()
+        }
+        let byApp = try container.coordinator.history(after: start, author: "app")
+        #expect(byApp.count == 1 && byApp[0].changes.map(\.kind) == [.insert])
+        // An update context under main: its saveToStore() records its own author, else main's.
+        let editor = container.newUpdateContext()
+        try editor.performAndWait {
+            let shelf = try editor.insert(BookShelf.self)
+            shelf.label = "C"
+            try editor.saveToStore()
+            editor.transactionAuthor = "editor"
+            shelf.label = "D"
+            try editor.saveToStore()
+        }
+        let authors = try container.coordinator.history(after: byApp[0].token).map(\.author)
+        #expect(authors == ["app", "editor"])
         let data = try JSONEncoder().encode(transactions[0].token)
         let decoded = try JSONDecoder().decode(HistoryToken.self, from: data)
-        #expect(try container.coordinator.history(after: decoded).count == 2)
-        // Deleting history before the last token keeps that one.
+        #expect(try container.coordinator.history(after: decoded).count == 5)
+        // Deleting history before a token keeps that one and the later ones.
         try container.coordinator.deleteHistory(before: transactions[2].token)
-        #expect(try container.coordinator.history().map(\.token) == [transactions[2].token])
+        #expect(try container.coordinator.history().map(\.token).first == transactions[2].token)
     }
 
     @Test func anotherConnectionsCommitsReachTheControllerWithoutACall() throws {

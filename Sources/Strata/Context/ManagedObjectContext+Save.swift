@@ -22,6 +22,12 @@ extension ManagedObjectContext {
     ///   context, its ancestors and the store are exactly as they were.
     @discardableResult
     public func save() throws -> CommitResult? {
+        try save(authoredBy: nil)
+    }
+
+    /// ``save()``, recording `inherited` (the author of the descendant whose ``saveToStore()``
+    /// led here) as the history's author, else this context's own.
+    func save(authoredBy inherited: String?) throws -> CommitResult? {
         assertOnQueue()
         processPendingChanges()
         leaveGoneObjectsWithNothingToSave()
@@ -42,7 +48,7 @@ extension ManagedObjectContext {
             acceptPendingChanges()
             return nil
         }
-        let outcome = try coordinator.commit(changes, policy: policy, origin: name, author: author)
+        let outcome = try coordinator.commit(changes, policy: policy, origin: name, author: inherited ?? author)
         KillPoint.hit("committed", in: name)
         let (rows, removed) = finishSave(outcome.resolutions, committed: true,
                                          gather: isObserved || coordinator.hasMergingRoots(besides: self))
@@ -70,8 +76,15 @@ extension ManagedObjectContext {
     /// thrown. Put-back objects are reported as refreshed.
     @discardableResult
     public func saveToStore() throws -> CommitResult? {
+        try saveToStore(authoredBy: nil)
+    }
+
+    /// ``saveToStore()``; the commit records the author of the context it started from (else the
+    /// nearest ancestor's that has one).
+    func saveToStore(authoredBy inherited: String?) throws -> CommitResult? {
         assertOnQueue()
-        guard let parent else { return try save() }
+        let author = inherited ?? self.author
+        guard let parent else { return try save(authoredBy: author) }
         processPendingChanges()
         leaveGoneObjectsWithNothingToSave()
         var own: Checkpoint?
@@ -80,13 +93,13 @@ extension ManagedObjectContext {
         if hasChanges {
             post(.willSave)
             try validateForSave()
-            if let committed = try commitThroughCleanAncestors() { return committed }
+            if let committed = try commitThroughCleanAncestors(author: author) { return committed }
             own = Checkpoint(self, ids: Array(inserted.keys) + Array(updated.keys) + Array(deleted.keys))
             pushed = try saveIntoParent(forwardNow: false)
         }
         do {
             return try parent.performAndWait {
-                let result = try parent.saveToStore()
+                let result = try parent.saveToStore(authoredBy: author)
                 // Only now that every level succeeded do the parent's other children hear of it.
                 if let pushed { parent.forward(pushed.rows, except: self) }
                 return result
@@ -109,7 +122,7 @@ extension ManagedObjectContext {
     /// save: its own pending changes stay on top; what saves them next meets our rows as any
     /// later save does (row versions, its merge policy). Sequentially the result is that of the
     /// level-by-level save.
-    private func commitThroughCleanAncestors() throws -> CommitResult?? {
+    private func commitThroughCleanAncestors(author: String?) throws -> CommitResult?? {
         guard parent != nil else { return nil }
         let changes = try pendingStoreChanges()
         guard !changes.isEmpty else { return nil }
@@ -123,11 +136,12 @@ extension ManagedObjectContext {
         for ancestor in ancestors {
             guard ancestor.performAndWait({ !ancestor.hasChanges }) else { return nil }
         }
-        let (policy, rootAuthor) = root.performAndWait { (root.policy, root.author) }
+        let policy = root.performAndWait { root.policy }
+        let author = author ?? ancestors.lazy.compactMap(\.author).first
         let predicted = predictedRows(inserting: changes.inserted, withMembers: changes.insertedWithMembers)
         // The store is the root's business: its policy decides, and its kill points carry its
         // name (`writer.transaction.begun`, …), as when each level saves.
-        let outcome = try coordinator.commit(changes, policy: policy, origin: root.name, author: author ?? rootAuthor)
+        let outcome = try coordinator.commit(changes, policy: policy, origin: root.name, author: author)
         let rows = predicted.applying(outcome.resolutions)
         // Each ancestor forwards to its other children, not to the next one down: that one
         // merges right after, on this thread, before saveToStore returns.

@@ -48,7 +48,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var goneElsewhere = Set<ObjectID>()
 
     var policy: MergePolicy = .error
-    var author: String?
+    /// ``transactionAuthor``, behind its own lock: set from any thread, as Core Data's is set
+    /// on a view context from the main thread right after making it.
+    private let authorStorage = Locked<String?>(nil)
+    var author: String? { authorStorage.withLock { $0 } }
     let mergesFromParent = Atomic<Bool>(false)
     let children = Locked<[WeakContext]>([])
     let listeners = Locked(ContextListeners())
@@ -86,13 +89,14 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
 
     /// The author the store's history records for this context's commits (Core Data's
-    /// `transactionAuthor`): ``HistoryTransaction/author``, and what
-    /// ``StoreCoordinator/history(after:author:)`` filters on. A child's save records nothing
-    /// itself; its parent's save to the store records the parent's author (an update context's
-    /// ``saveToStore()`` through clean ancestors records its own, else the root's).
+    /// `transactionAuthor`; settable from any thread): ``HistoryTransaction/author``, and what
+    /// ``StoreCoordinator/history(after:author:)`` filters on. ``saveToStore()`` records the
+    /// author of the context it is called on, else of the nearest ancestor that has one; a
+    /// child's plain ``save()`` records nothing itself (its changes are recorded by the save
+    /// that commits them, with that save's author).
     public var transactionAuthor: String? {
-        get { assertOnQueue(); return author }
-        set { assertOnQueue(); author = newValue }
+        get { author }
+        set { authorStorage.withLock { $0 = newValue } }
     }
 
     /// When true, this context merges what others save: for a root context, every save of another
