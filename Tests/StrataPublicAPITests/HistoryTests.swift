@@ -38,6 +38,13 @@ import Strata
         var count: Int { lock.withLock { changes.count } }
     }
 
+    /// A fresh folder for a test's store (the test removes it).
+    static func folder() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("history-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
     /// Waits (at most 10 s) until `condition` holds, checking every millisecond.
     static func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
         let deadline = Date().addingTimeInterval(10)
@@ -49,8 +56,7 @@ import Strata
     }
 
     @Test func aSaveRecordsItsChangesWithNewValuesAndAuthor() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("history-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.folder()
         defer { try? FileManager.default.removeItem(at: directory) }
         let container = try PersistentContainer(model: Self.model(), url: directory.appendingPathComponent("books.sqlite"))
         let start = try container.coordinator.currentHistoryToken()
@@ -116,8 +122,7 @@ import Strata
     }
 
     @Test func anotherConnectionsCommitsReachTheControllerWithoutACall() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("history-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.folder()
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("books.sqlite")
         let container = try PersistentContainer(model: Self.model(), url: url, options: Self.following)
@@ -193,8 +198,7 @@ import Strata
     /// Work done, not time: another process's one-row change to a list of 3,000 rows reaches the
     /// controller as that row, read once; the list is not fetched again (a re-run reads 3,000).
     @Test func aOneRowChangeElsewhereReadsThatRowNotTheList() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("history-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.folder()
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("books.sqlite")
         let container = try PersistentContainer(model: Self.model(), url: url)
@@ -236,8 +240,7 @@ import Strata
     }
 
     @Test func aCoordinatorWithoutHistoryMakesFollowersReRun() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("history-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.folder()
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("books.sqlite")
         let container = try PersistentContainer(model: Self.model(), url: url, options: Self.following)

@@ -7,9 +7,9 @@ internal import Glibc
 /// one thread for the whole process, a watch per folder (a folder watch sees the `-wal` made
 /// again after the last connection removed it, and a file renamed over the store). `nil` where
 /// inotify is missing: followers then poll.
+// @unchecked Sendable because `fd` is set once in init and `state` is behind its own lock. The
+// thread lives as long as the process (one per process, however many stores are followed).
 final class ChangeWatch: @unchecked Sendable {
-    // @unchecked Sendable: `fd` is set once in init; `state` is behind its own lock. The thread
-    // lives as long as the process (one per process, however many stores are followed).
     static let shared: ChangeWatch? = ChangeWatch()
 
     private let fd: Int32

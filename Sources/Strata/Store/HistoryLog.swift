@@ -74,12 +74,6 @@ enum HistoryLog {
             changes.append(Entry(entity: entity, op: op, keys: keys, data: data))
         }
 
-        /// Every key the record names, by entity (the section caches' refresh logs take them).
-        var keysByEntity: [String: [Int64]] {
-            var keys: [String: [Int64]] = [:]
-            for entry in changes { keys[entry.entity, default: []] += entry.keys }
-            return keys
-        }
     }
 
     /// Writes `record` as transaction `token`, inside the caller's transaction.

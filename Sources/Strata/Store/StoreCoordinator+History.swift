@@ -12,6 +12,9 @@ public struct ExternalChangeStatistics: Sendable, Equatable {
     /// without history, a migration, a replaced store): the contexts were told which entities
     /// changed and results controllers re-ran their requests.
     public var reruns = 0
+    /// Catch-ups that failed to read the store (busy, an I/O error, a corrupt page); each left
+    /// the contexts as they were, and the next notice or poll tried again.
+    public var failedCatchUps = 0
 }
 
 /// The follower's state: the generation caught up with and, for a re-run, the entities'.
@@ -28,9 +31,9 @@ struct FollowState {
 /// Follows one coordinator's store: schedules a catch-up when the change watch (or the poll
 /// timer) says the files changed. Catch-ups run on `queue`, one at a time; notices that arrive
 /// while one is queued share it.
+// @unchecked Sendable because `registration`, `timer` and `stopped` are touched only under `lock`;
+// `queued` and `retryQueued` are locks of their own; `coordinator` is a weak reference, set once.
 final class ExternalChangeFollower: @unchecked Sendable {
-    // @unchecked Sendable: `registration` and `timer` are set in start() and cleared in stop(),
-    // both under `lock`; `queued` is its own lock; `coordinator` is weak and read on `queue`.
     let queue = DispatchQueue(label: "strata.external-changes", qos: .userInitiated)
     private weak var coordinator: StoreCoordinator?
     private let queued = Locked(false)
@@ -104,8 +107,12 @@ final class ExternalChangeFollower: @unchecked Sendable {
             return
         }
         // A failed read (the store busy being replaced, an I/O error) leaves the state as it was:
-        // the next notice, or the poll, tries again.
-        _ = try? coordinator.catchUpWithOtherConnections(following: true)
+        // the next notice, or the poll, tries again; the failure is counted, never read as news.
+        do {
+            try coordinator.catchUpWithOtherConnections(following: true)
+        } catch {
+            coordinator.followState.withLock { $0.statistics.failedCatchUps += 1 }
+        }
     }
 }
 
@@ -354,14 +361,12 @@ struct HistoryEntry {
     func toOnes(_ part: String) -> [String: ObjectID?] {
         var result: [String: ObjectID?] = [:]
         for (name, value) in field(part) {
-            guard let relationship = info.toOnes.first(where: { $0.name == name }) else { continue }
-            let entity = info.toOneDestinationNames[info.toOnes.firstIndex(where: { $0.name == name })!]
+            guard let index = info.toOnes.firstIndex(where: { $0.name == name }) else { continue }
             if case .integer(let key) = value {
-                result[name] = .some(ObjectID(entity: entity, primaryKey: key))
+                result[name] = .some(ObjectID(entity: info.toOneDestinationNames[index], primaryKey: key))
             } else {
                 result[name] = .some(nil)
             }
-            _ = relationship
         }
         return result
     }
@@ -372,11 +377,13 @@ struct HistoryEntry {
         return field("set").keys.filter { name in info.toOnes.contains { $0.name == name } && was[name] == nil }
     }
 
-    func members(_ part: String) -> [String: [ObjectID]] {
+    /// Many-to-many members the entry adds or removes; an unreadable list throws (a record is
+    /// read whole or not at all).
+    func members(_ part: String) throws -> [String: [ObjectID]] {
         var result: [String: [ObjectID]] = [:]
         for (name, value) in field(part) {
-            guard let index = info.toManys.firstIndex(where: { $0.name == name }), case .array = value,
-                  let keys = try? HistoryLog.decodeKeys(value.description) else { continue }
+            guard let index = info.toManys.firstIndex(where: { $0.name == name }) else { continue }
+            let keys = try HistoryLog.decodeKeys(value.description)
             result[name] = keys.map { ObjectID(entity: info.toManyDestinationNames[index], primaryKey: $0) }
         }
         return result
@@ -395,7 +402,7 @@ struct HistoryEntry {
         let attributes = op == .update ? try self.attributes("set") : [:]
         let toOnes = op == .update ? self.toOnes("set") : [:]
         let previous = op == .update ? self.toOnes("was") : [:]
-        let added = members("add"), removed = members("remove")
+        let added = try members("add"), removed = try members("remove")
         let kept = op == .delete ? try self.attributes("kept") : [:]
         return keys.map { key in
             HistoryChange(objectID: ObjectID(entity: info.internedName, primaryKey: key), kind: op, attributes: attributes,
@@ -480,7 +487,7 @@ struct ExternalCommits {
             for name in entry.toOnesWithoutPrevious {
                 if let relationship = entry.info.toOnes.first(where: { $0.name == name }) { rerun.insert(relationship.destination) }
             }
-            for (_, members) in entry.members("add").merging(entry.members("remove"), uniquingKeysWith: +) {
+            for (_, members) in try entry.members("add").merging(try entry.members("remove"), uniquingKeysWith: +) {
                 touchedMembers.formUnion(members)
                 touchedMembers.formUnion(ids)
             }

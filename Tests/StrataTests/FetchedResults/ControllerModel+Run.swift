@@ -230,7 +230,8 @@ final class ControllerModelRun {
     func run(_ batch: ModelBatch) -> [String] {
         batchNumber += 1
         tally.routes[batch.route.rawValue, default: 0] += 1
-        if mainIsDirty, batch.route == .background || batch.route == .externalCoordinator || batch.route == .updateSaveToStore {
+        if mainIsDirty, batch.route == .background || batch.route == .externalCoordinator || batch.route == .externalFollowed
+            || batch.route == .updateSaveToStore {
             tally.outcomes["\(batch.route.rawValue) over unsaved changes on main", default: 0] += 1
         }
         var problems: [String] = []
