@@ -40,7 +40,14 @@ struct HistoryCommand: ParsableCommand {
         defer { reader.coordinator.close() }
         let coordinator = reader.coordinator
         let after = since.map { HistoryToken(store: coordinator.storeUUID, generation: $0) }
-        let transactions = try coordinator.history(after: after, author: author)
+        let transactions: [HistoryTransaction]
+        do {
+            transactions = try coordinator.history(after: after, author: author)
+        } catch HistoryError.expired(_, oldestKept: nil) {
+            // Nothing of the history is kept after --since (a store that keeps none, as 0.2.0
+            // made them): nothing to print. A log that was pruned past --since is an error.
+            transactions = []
+        }
         try reader.print(transactions, json: json)
     }
 }
@@ -92,8 +99,9 @@ struct WatchCommand: ParsableCommand {
             let transactions: [HistoryTransaction]
             do {
                 transactions = try coordinator.history(after: last)
-            } catch HistoryError.tokenOfAnotherStore {
-                // The store was replaced: follow the new one from its current commit.
+            } catch HistoryError.tokenOfAnotherStore, HistoryError.tokenAheadOfStore, HistoryError.expired {
+                // The store was replaced or restored, or commits were made without history (or
+                // pruned before this read them): follow from its current commit.
                 last = try coordinator.currentHistoryToken()
                 continue
             }

@@ -9,7 +9,8 @@
 //
 //     committed <generation> <operation> moves=<n>
 //
-// (the store's generation after the commit) in one write. The parent kills it with SIGKILL at a
+// (the store's generation after the commit) in one write. For "burst N" it makes N commits back
+// to back, each followed by its line, without waiting for the parent. The parent kills it with SIGKILL at a
 // random moment, or arms a kill point (STRATA_KILL_POINT=name[:nth], e.g. writer.rows.written or
 // batch.history.written), which ends it inside a commit. Usage:
 //
@@ -191,9 +192,20 @@ do {
     emit("open \(try coordinator.currentHistoryToken().generation)")
     var done = 0
     while done < count, let line = readLine() {
-        guard line == "go" else { fail("unexpected input \(line)") }
-        let (operation, moves) = try writer.step()
-        emit("committed \(try coordinator.currentHistoryToken().generation) \(operation) moves=\(moves)")
+        // "go": one commit; "burst N": N commits back to back, as fast as they go (the parent
+        // does not wait for delivery between them).
+        let commits: Int
+        if line == "go" {
+            commits = 1
+        } else if line.hasPrefix("burst "), let n = Int(line.dropFirst("burst ".count)), n > 0 {
+            commits = n
+        } else {
+            fail("unexpected input \(line)")
+        }
+        for _ in 0..<commits {
+            let (operation, moves) = try writer.step()
+            emit("committed \(try coordinator.currentHistoryToken().generation) \(operation) moves=\(moves)")
+        }
         done += 1
     }
     coordinator.close()

@@ -55,6 +55,11 @@ public final class Connection {
         /// Implies ``readOnly``. Set by ``Connection/openReadOnly(pathBytes:displayPath:configuration:)``
         /// when an ordinary read-only open is refused for want of write access.
         public var immutable = false
+        /// SQLite's `journal_size_limit` for a writable connection, in bytes: after a checkpoint
+        /// resets the `-wal`, the file is truncated to at most this size (without it the `-wal`
+        /// keeps its peak size, a large import's, for as long as the store is open). `nil` keeps
+        /// SQLite's default (no limit).
+        public var journalSizeLimit: Int64? = 16 << 20
 
         public init() {}
     }
@@ -119,6 +124,9 @@ public final class Connection {
             }
             try execute("PRAGMA synchronous=\(configuration.synchronous.rawValue)")
             if let kib = configuration.cacheSizeKiB { try execute("PRAGMA cache_size=-\(kib)") }
+            if let limit = configuration.journalSizeLimit, !configuration.readOnly, !configuration.immutable, path != ":memory:" {
+                _ = try pragma("journal_size_limit", set: String(limit))
+            }
         } catch {
             close()
             throw error
@@ -270,6 +278,36 @@ public final class Connection {
     public var changes: Int { Int(sqlite3_changes(liveHandle)) }
     /// True while a transaction is open.
     public var isInTransaction: Bool { sqlite3_get_autocommit(liveHandle) == 0 }
+
+    /// The size of this database's `-wal` file in bytes (0 when there is none).
+    public var walFileSize: Int64 {
+        var info = stat()
+        guard stat(path + "-wal", &info) == 0 else { return 0 }
+        return Int64(info.st_size)
+    }
+
+    /// When the `-wal` is larger than `bytes` (a large commit, or readers that kept the log from
+    /// restarting), checkpoints it whole and truncates it to zero bytes, if that can be done
+    /// without waiting: a reader still on an older snapshot makes it a passive checkpoint, and
+    /// the next call tries again. Returns whether the file was truncated.
+    @discardableResult
+    public func truncateWAL(ifLargerThan bytes: Int64) -> Bool {
+        guard path != ":memory:", !configuration.readOnly, !isInTransaction, walFileSize > bytes else { return false }
+        let handle = liveHandle
+        sqlite3_busy_timeout(handle, 0)
+        defer {
+            let milliseconds = configuration.busyTimeout.components.seconds * 1000
+                + configuration.busyTimeout.components.attoseconds / 1_000_000_000_000_000
+            sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+        }
+        var logFrames: Int32 = 0, checkpointed: Int32 = 0
+        let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, &logFrames, &checkpointed)
+        if code != SQLITE_OK {
+            _ = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &checkpointed)
+            return false
+        }
+        return true
+    }
 
     /// Resets every statement of this connection that is still stepping (a `SELECT` read part
     /// way), and rolls back a transaction left open, so that the connection holds no read

@@ -47,6 +47,20 @@ struct ExternalChangesProcessTests {
     }
 
     @Test func controllersFollowAWriterProcessThatIsKilledMidCommit() throws {
+        try run(burst: false)
+    }
+
+    /// Burst mode (issue 46): the writer commits 5–40 times back to back without waiting for
+    /// delivery, so that the follower merges a commit while later ones have already landed (the
+    /// rows it reads to place a changed row can be newer than the list). The controllers are
+    /// checked once the burst ends (or the writer died): equal to a fresh fetch, and every change
+    /// set reported during the burst applying exactly, one after the other.
+    @Test func controllersFollowAWriterProcessCommittingInBursts() throws {
+        try run(burst: true)
+    }
+
+    func run(burst: Bool) throws {
+        let name = burst ? "external-changes-burst" : "external-changes"
         let clock = ContinuousClock()
         let started = clock.now
         let directory = TemporaryDirectory("strata-external")
@@ -192,11 +206,12 @@ struct ExternalChangesProcessTests {
             steps += 1
             stepInLife += 1
             let label = "step \(steps) (life \(tally.lives), step \(stepInLife) of it, plan \(plan), seed \(Self.baseSeed))"
-            running.send("go")
+            let burstSize = burst ? rng.int(5...40) : 1
+            running.send(burst ? "burst \(burstSize)" : "go")
             var killedByUs = false
             switch plan {
             case .random(let step, let delay) where step == stepInLife:
-                usleep(UInt32(delay))
+                usleep(UInt32(burst ? delay * 10 : delay))
                 running.kill()
                 killedByUs = true
             case .point where stepInLife >= 40:
@@ -205,7 +220,23 @@ struct ExternalChangesProcessTests {
             default:
                 break
             }
-            let line = running.nextLine(timeout: .seconds(60))
+            var line = running.nextLine(timeout: .seconds(60))
+            if burst {
+                // Every commit of the burst but the last is counted here, unchecked: the check comes
+                // after the last (or after the writer died).
+                var remaining = burstSize
+                while remaining > 1, let current = line, current.hasPrefix("committed ") {
+                    let fields = current.split(separator: " ")
+                    guard fields.count >= 4, let generation = Int64(fields[1]) else { break }
+                    tally.operations[String(fields[2]), default: 0] += 1
+                    tally.commits += Int(generation - lastGeneration)
+                    lastGeneration = generation
+                    tally.burstCommits += 1
+                    remaining -= 1
+                    line = running.nextLine(timeout: .seconds(60))
+                }
+                if let current = line, current.hasPrefix("committed ") { tally.bursts += 1 }
+            }
             if let line, line.hasPrefix("committed ") {
                 let acked = clock.now
                 let fields = line.split(separator: " ")
@@ -257,14 +288,15 @@ struct ExternalChangesProcessTests {
         child = nil
 
         let statistics = container.coordinator.externalChangeStatistics
+        let stalePlacements = main.performAndWait { sectioned.trackingStatistics.stalePlacements + flat.trackingStatistics.stalePlacements }
         let latencies = tally.latencies.sorted()
         let p99 = latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int((Double(latencies.count) * 0.99).rounded(.up)) - 1)]
         let seconds = Self.milliseconds(clock.now - started) / 1000
-        print("external-changes: commits=\(tally.commits) kills=\(tally.kills) delivered=\(tally.delivered) mismatches=\(tally.mismatches) missed=\(tally.missed) p99-ms=\(String(format: "%.1f", p99))")
+        print("\(name): commits=\(tally.commits) kills=\(tally.kills) delivered=\(tally.delivered) mismatches=\(tally.mismatches) missed=\(tally.missed) p99-ms=\(String(format: "%.1f", p99))")
         let operations = tally.operations.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        print("external-changes operations: \(operations) landed-unacked=\(tally.landedUnacked) late-kills=\(tally.lateKills) lives=\(tally.lives) steps=\(steps) reports=\(tally.reports) transactions-merged=\(statistics.transactionsMerged) rows-merged=\(statistics.rowsMerged) reruns=\(statistics.reruns) p50-ms=\(String(format: "%.1f", latencies.isEmpty ? 0 : latencies[latencies.count / 2])) seconds=\(String(format: "%.1f", seconds)) seed=\(Self.baseSeed)")
-        print("external-changes kills: " + tally.killsAt.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
-        for note in tally.notes { print("external-changes problem: \(note)") }
+        print("\(name) operations: \(operations) bursts=\(tally.bursts) burst-commits-unchecked=\(tally.burstCommits) stale-placements=\(stalePlacements) landed-unacked=\(tally.landedUnacked) late-kills=\(tally.lateKills) lives=\(tally.lives) steps=\(steps) reports=\(tally.reports) transactions-merged=\(statistics.transactionsMerged) rows-merged=\(statistics.rowsMerged) reruns=\(statistics.reruns) p50-ms=\(String(format: "%.1f", latencies.isEmpty ? 0 : latencies[latencies.count / 2])) seconds=\(String(format: "%.1f", seconds)) seed=\(Self.baseSeed)")
+        print("\(name) kills: " + tally.killsAt.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        for note in tally.notes { print("\(name) problem: \(note)") }
         #expect(tally.mismatches == 0 && tally.missed == 0 && tally.commits >= Self.minimumCommits && tally.kills >= Self.minimumKills,
                 "\(tally.notes.prefix(5).joined(separator: "\n"))")
     }
@@ -393,6 +425,8 @@ extension ExternalChangesProcessTests {
         var landedUnacked = 0
         var lives = 0
         var reports = 0
+        var bursts = 0
+        var burstCommits = 0
         var latencies: [Double] = []
         var operations: [String: Int] = [:]
         var killsAt: [String: Int] = [:]

@@ -246,6 +246,10 @@ public struct FetchedResultsTracking: Sendable, Equatable {
     /// Times the rows' versions were read for a layout served from a cache file (once, when
     /// tracking starts on it).
     public var stampLoads = 0
+    /// Placements started again because a listed row read otherwise than the layout placed it
+    /// (changed by a commit not yet merged, or by an edit not yet reported): that row was placed
+    /// again with the changed ones.
+    public var stalePlacements = 0
     public init(reruns: Int = 0, rowsEvaluated: Int = 0, rowsProbed: Int = 0) {
         self.reruns = reruns
         self.rowsEvaluated = rowsEvaluated

@@ -75,6 +75,11 @@ extension AnyFetchedResultsController {
     /// A listed row whose values could not be read while placing another: it is gone.
     private struct VanishedRow: Error { let key: Int64 }
 
+    /// A listed row that no longer reads as the layout placed it (another connection changed it,
+    /// or its related object, in a commit not yet merged here; or an edit not yet reported): its
+    /// values now would misplace the row being placed, so it is placed again too.
+    private struct StaleNeighbour: Error { let key: Int64 }
+
     /// One changed row's place: before (from the key index) and after (once re-inserted).
     struct Tracked {
         var key: Int64
@@ -137,11 +142,25 @@ extension AnyFetchedResultsController {
             // key's) can still differ (`nil` and `""` share a section).
             let sectioned = sectionNameKeyPath != nil
             var probed: [Int64: [SQLiteValue]] = [:]
-            func values(of key: Int64) throws -> [SQLiteValue] {
+            var neighbourPending: Set<Int64>?
+            let dependencies = checkedDependencies()
+            /// A listed row's sort values, read only once it is known to read as the layout placed it
+            /// (its stamp, and the related values its key paths read): a row another connection
+            /// changed in a commit not yet merged here reads newer than the layout, and comparing
+            /// with it would put the row being placed in the wrong place for good (issue 46).
+            func values(of key: Int64, listedStamp: UInt32) throws -> [SQLiteValue] {
                 if let known = probed[key] { return known }
                 guard let subject = try VisibleSubject(context: context, info: plan.info, key: key) else {
                     throw VanishedRow(key: key)
                 }
+                let asListed: Bool
+                if contentStamped.contains(key) {
+                    asListed = AnyFetchedResultsController.contentStamp(subject.row) == listedStamp
+                } else {
+                    if neighbourPending == nil { neighbourPending = context.chainPendingKeys(plan.info.name) }
+                    asListed = !neighbourPending!.contains(key) && AnyFetchedResultsController.versionStamp(subject.row.version) == listedStamp
+                }
+                guard asListed, try relatedValuesAsKnown(subject, plan, dependencies) else { throw StaleNeighbour(key: key) }
                 let found = try plan.sortValues(subject)
                 trackingStatistics.rowsProbed += 1
                 probed[key] = found
@@ -167,8 +186,8 @@ extension AnyFetchedResultsController {
                 }
                 try rows.insert(key: entry.key, stamp: stamp,
                                 sectionValue: sectioned ? AnyFetchedResultsController.sectionValue(all[0]) : .null, locations: &locations,
-                                order: order, makeSection: makeSection) { other in
-                    let comparison = plan.compareSortValues(try values(of: other), all)
+                                order: order, makeSection: makeSection) { other, listedStamp in
+                    let comparison = plan.compareSortValues(try values(of: other, listedStamp: listedStamp), all)
                     return comparison < 0 || (comparison == 0 && other < entry.key)
                 }
             }
@@ -176,6 +195,13 @@ extension AnyFetchedResultsController {
             // Put the last good layout back; the next change re-runs the request.
             self.rows = before
             self.locations = AnyFetchedResultsController.locations(of: before)
+            if let stale = error as? StaleNeighbour {
+                guard !candidates.contains(stale.key) else {
+                    throw FetchedResultsError.trackingFailed(reason: "a row of \(plan.info.name) changed while being placed")
+                }
+                trackingStatistics.stalePlacements += 1
+                return try follow(candidates.union([stale.key]), own, plan)
+            }
             guard let vanished = error as? VanishedRow else { throw error }
             // A listed row another process deleted, not yet processed here (its news comes with
             // processExternalChanges): the row is gone, so it leaves the list now, as a delete.
@@ -196,6 +222,23 @@ extension AnyFetchedResultsController {
         self.contentStamped = contentStamped
         let result = changeSet(before: before, after: rows, tracked: tracked, updated: changedRows)
         if !result.isEmpty { report(.changes(result)) }
+    }
+
+    /// Whether the related objects `subject`'s sort key paths pass through read as the
+    /// controller last knew them (``relatedValues``); an object it holds no values for is taken
+    /// as known (a related entity too large to load: see ``relatedPrefillLimit``).
+    private func relatedValuesAsKnown(_ subject: VisibleSubject, _ plan: FetchPlan, _ dependencies: FetchedDependencies) throws -> Bool {
+        guard !relatedValues.isEmpty else { return true }
+        for sort in plan.sortPaths where !sort.path.hops.isEmpty {
+            var current = subject
+            for hop in sort.path.hops {
+                guard let next = try current.follow(toOne: hop.index) else { break }
+                let id = ObjectID(entity: next.info.internedName, primaryKey: next.primaryKey)
+                if let known = relatedValues[id], known != next.values(dependencies.slots(of: next.info.name)) { return false }
+                current = next
+            }
+        }
+        return true
     }
 
     /// Runs the request again and compares the whole layout (O(n)): rows whose stamp changed,

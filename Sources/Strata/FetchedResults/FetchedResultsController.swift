@@ -463,6 +463,9 @@ public class AnyFetchedResultsController {
             updateTracking()
             return
         }
+        // The coordinator closed with news still queued (another process kept writing while the
+        // app shut down): nothing is read after close, and nothing is reported.
+        guard !managedObjectContext.coordinator.isClosed else { return }
         switch event {
         case .objectsDidChange(let changes):
             contextDidChange(changes)

@@ -269,11 +269,12 @@ struct FetchedRows: Sendable {
     }
 
     /// Inserts a row into the section of `sectionValue` (created when missing) where `precedes`
-    /// says: `precedes(k)` is true for the keys that sort before the new row.
+    /// says: `precedes(k, s)` is true for the keys that sort before the new row (`s`: the stamp
+    /// the layout holds for `k`, so that a neighbour is judged as the layout knows it).
     mutating func insert(key: Int64, stamp: UInt32, sectionValue: SQLiteValue, locations: inout KeyLocations,
                          order: (SQLiteValue, SQLiteValue) -> Int,
                          makeSection: (SQLiteValue) -> (name: String, title: String?),
-                         precedes: (Int64) throws -> Bool) rethrows {
+                         precedes: (Int64, UInt32) throws -> Bool) rethrows {
         // The section: a binary search by value.
         var low = 0, high = sections.count
         while low < high {
@@ -302,7 +303,7 @@ struct FetchedRows: Sendable {
         var lo = 0, hi = list.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            if try precedes(chunks[Int(list[mid])].keys[0]) { lo = mid + 1 } else { hi = mid }
+            if try precedes(chunks[Int(list[mid])].keys[0], chunks[Int(list[mid])].stamps[0]) { lo = mid + 1 } else { hi = mid }
         }
         let position = max(lo - 1, 0)
         let chunk = list[position]
@@ -311,7 +312,7 @@ struct FetchedRows: Sendable {
         var a = 0, b = chunks[c].keys.count
         while a < b {
             let mid = (a + b) / 2
-            if try precedes(chunks[c].keys[mid]) { a = mid + 1 } else { b = mid }
+            if try precedes(chunks[c].keys[mid], chunks[c].stamps[mid]) { a = mid + 1 } else { b = mid }
         }
         chunks[c].keys.insert(key, at: a)
         chunks[c].stamps.insert(stamp, at: a)

@@ -224,7 +224,9 @@ struct MappingMigration {
         if configuration.journalMode == .wal { try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
         db.close()
         connected = false
-        if let size = (try? fileManager.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int, size > 0 {
+        // Another connection still open (an idle one too: its -wal and -shm stay): refused, the
+        // copy removed, the store as it was.
+        if StoreFileSwap.isOpenElsewhere(path) {
             try? fileManager.removeItem(atPath: built)
             throw MigrationError.storeInUse(path: path)
         }

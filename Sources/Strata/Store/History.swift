@@ -89,9 +89,29 @@ public enum HistoryError: Error, Equatable, CustomStringConvertible {
     /// The store's history was not kept (``HistoryOptions/isEnabled`` off when it was created and
     /// ever since), so there is nothing to read.
     case historyNotKept(path: String)
+    /// The history does not reach back to `token`: transactions after it were pruned (by age,
+    /// by count, ``StoreCoordinator/deleteHistory(before:)``), written by a coordinator with
+    /// history off, or lost to a migration that rebuilt the store. What came after `token` can't
+    /// be told: read the store again, then follow from `oldestKept` (the oldest transaction still
+    /// kept, `nil` when none is) or from ``StoreCoordinator/currentHistoryToken()``. Core Data's
+    /// expired-token error (`NSPersistentHistoryTokenExpiredError`).
+    case expired(token: HistoryToken, oldestKept: HistoryToken?)
+    /// The token is past the store's last commit: it was read from another copy of the store
+    /// (a newer one, or this one before an older copy was restored).
+    case tokenAheadOfStore(token: HistoryToken, storeGeneration: Int64)
+    /// A history record this build can't read (written by a newer Strata, or damaged): its
+    /// transaction's token and what was wrong. Nothing was read as something else.
+    case undecodableRecord(token: Int64, reason: String)
 
     public var description: String {
         switch self {
+        case let .expired(token, oldest):
+            "the history no longer reaches back to token \(token.generation) (the oldest transaction kept is "
+                + (oldest.map { "\($0.generation)" } ?? "none") + "): read the store again, then follow from the current token"
+        case let .tokenAheadOfStore(token, generation):
+            "history token \(token.generation) is past the store's last commit (\(generation)): it was read from another copy of the store"
+        case let .undecodableRecord(token, reason):
+            "history transaction \(token) can't be read by this build: \(reason)"
         case let .tokenOfAnotherStore(token, store):
             "history token \(token.generation) is of store \(token.store.uuidString), not of this store (\(store.uuidString)): read the history from nil"
         case .historyNotKept(let path): "\(path) keeps no history (opened with StoreOptions.history.isEnabled = false)"

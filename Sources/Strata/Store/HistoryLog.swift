@@ -97,7 +97,13 @@ enum HistoryLog {
         var cutoff: Int64 = 0
         if let maximum = options.maximumTransactions { cutoff = max(cutoff, token - Int64(maximum)) }
         if let age = options.maximumAge {
-            let oldest = Date().timeIntervalSince1970 - Double(age.components.seconds) - Double(age.components.attoseconds) / 1e18
+            // Age is measured from the newest transaction's time, not the wall clock alone: a
+            // clock that jumps (a board that boots at 1970, then sets the time) never makes the
+            // whole log look old at once.
+            let newest = try db.cachedStatement("SELECT time FROM strata_history ORDER BY token DESC LIMIT 1")
+            let reference = try newest.step() ? newest.double(at: 0) : Date().timeIntervalSince1970
+            newest.reset()
+            let oldest = reference - Double(age.components.seconds) - Double(age.components.attoseconds) / 1e18
             // Oldest first: stops at the first transaction young enough (one row when nothing is due).
             let young = try db.cachedStatement("SELECT token FROM strata_history WHERE time >= ? ORDER BY token LIMIT 1")
             try young.bind(oldest, at: 1)

@@ -50,17 +50,20 @@ final class ReaderPool: Sendable {
         return connection
     }
 
+    /// Thrown by a read after ``close()`` (the coordinator turns it into ``StoreError/closed(path:)``).
+    struct Closed: Error {}
+
     /// A reader of its own, outside the pool and its statistics (the follower's: its reads are
     /// background work, not the app's). The caller closes it.
     func openDetached() throws -> Connection {
-        precondition(!state.withLock(\.closed), "StoreCoordinator used after close(): open a new coordinator.")
+        if state.withLock(\.closed) { throw Closed() }
         return try open()
     }
 
     /// Runs `body` with a reader no other thread uses.
     func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
-        let taken: Connection? = state.withLock { state in
-            precondition(!state.closed, "StoreCoordinator used after close(): open a new coordinator.")
+        let taken: Connection? = try state.withLock { state in
+            if state.closed { throw Closed() }
             return state.idle.popLast()
         }
         let connection: Connection

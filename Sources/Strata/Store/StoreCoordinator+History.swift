@@ -15,6 +15,12 @@ public struct ExternalChangeStatistics: Sendable, Equatable {
     /// Catch-ups that failed to read the store (busy, an I/O error, a corrupt page); each left
     /// the contexts as they were, and the next notice or poll tried again.
     public var failedCatchUps = 0
+    /// Catch-ups whose history held a record this build can't read (a newer Strata wrote it,
+    /// or it is damaged): the contexts were told which entities changed instead (a re-run, also
+    /// counted in ``reruns``), and following went on past it. The last such record's reason is
+    /// in ``lastUndecodableRecord``.
+    public var undecodableCatchUps = 0
+    public var lastUndecodableRecord: String?
 }
 
 /// The follower's state: the generation caught up with and, for a re-run, the entities'.
@@ -121,19 +127,68 @@ extension StoreCoordinator {
 
     /// The store's transactions after `token` (all that are kept, for `nil`), oldest first, with
     /// their changes; only those recorded by `author`, when given (Core Data's
-    /// `NSPersistentHistoryChangeRequest.fetchHistory(after:)`).
+    /// `NSPersistentHistoryChangeRequest.fetchHistory(after:)`). At most `limit` transactions
+    /// (a page: ask again after the last one's token); every one read in one read transaction.
     ///
-    /// - Throws: ``HistoryError/tokenOfAnotherStore(token:store:)``, ``StoreError``.
-    public func history(after token: HistoryToken? = nil, author: String? = nil) throws -> [HistoryTransaction] {
+    /// A token the history no longer reaches back to throws instead of returning what is left:
+    /// the transactions after it must be contiguous from `token + 1`, and a page stops before a
+    /// gap (the next page's read then throws). A sync client can therefore trust that what it
+    /// gets, page after page, is every commit since its token.
+    ///
+    /// - Throws: ``HistoryError/expired(token:oldestKept:)``, ``HistoryError/tokenAheadOfStore(token:storeGeneration:)``,
+    ///   ``HistoryError/tokenOfAnotherStore(token:store:)``, ``HistoryError/undecodableRecord(token:reason:)``,
+    ///   ``StoreError``.
+    public func history(after token: HistoryToken? = nil, author: String? = nil, limit: Int? = nil) throws -> [HistoryTransaction] {
+        precondition(limit.map { $0 > 0 } ?? true, "history(after:author:limit:): limit must be at least 1, or nil for no limit")
         let store = storeUUID
         if let token, token.store != store { throw HistoryError.tokenOfAnotherStore(token: token, store: store) }
         return try withReader { db in
             try db.transaction(.deferred) {
-                guard try HistoryLog.exists(db) else { return [] }
-                return try StoreCoordinator.readHistory(db, after: token?.generation ?? 0, through: nil, author: author,
+                let generation = try StoreCoordinator.readMetadata(db).generation
+                if let token, token.generation > generation {
+                    throw HistoryError.tokenAheadOfStore(token: token, storeGeneration: generation)
+                }
+                guard try HistoryLog.exists(db) else {
+                    if let token, token.generation < generation { throw HistoryError.expired(token: token, oldestKept: nil) }
+                    return []
+                }
+                let through = try StoreCoordinator.contiguousEnd(db, after: token?.generation, store: store, storeGeneration: generation,
+                                                                 limit: limit)
+                guard let through else { return [] }
+                return try StoreCoordinator.readHistory(db, after: token?.generation ?? 0, through: through, author: author,
                                                          store: store, schema: model.schema)
             }
         }
+    }
+
+    /// The last token of the page after `after`: the transactions must follow `after` without a
+    /// gap (else ``HistoryError/expired(token:oldestKept:)``); the page ends before the first gap,
+    /// after `limit` transactions, or at the store's generation. `nil`: nothing after `after`.
+    static func contiguousEnd(_ db: Connection, after: Int64?, store: UUID, storeGeneration: Int64, limit: Int?) throws -> Int64? {
+        var sql = "SELECT token FROM strata_history WHERE token > ? ORDER BY token"
+        if let limit { sql += " LIMIT \(limit)" }
+        let select = try db.prepare(sql)
+        try select.bind(after ?? 0, at: 1)
+        var last: Int64?
+        var expected = after.map { $0 + 1 }
+        while try select.step() {
+            let token = select.int64(at: 0)
+            if let wanted = expected, token != wanted {
+                guard let last else {
+                    // The first transaction after the token is missing: the log does not reach back.
+                    throw HistoryError.expired(token: HistoryToken(store: store, generation: after ?? 0),
+                                               oldestKept: HistoryToken(store: store, generation: token))
+                }
+                return last
+            }
+            last = token
+            expected = token + 1
+        }
+        if last == nil, let after, after < storeGeneration {
+            // Commits after the token, and none of them in the log.
+            throw HistoryError.expired(token: HistoryToken(store: store, generation: after), oldestKept: nil)
+        }
+        return last
     }
 
     /// The token of the store's last commit: the history after it is empty until the next.
@@ -181,8 +236,13 @@ extension StoreCoordinator {
         struct Head { let token: Int64, time: Double, kind: HistoryTransaction.Kind, author: String?, context: String?, process: String, pid: Int32 }
         var heads: [Head] = []
         try select.forEachRow { row in
+            // A kind this build does not know is a record it can't read, never a save.
+            let kindName = row.string(at: 2)
+            guard let kind = HistoryTransaction.Kind(rawValue: kindName) else {
+                throw HistoryError.undecodableRecord(token: row.int64(at: 0), reason: "unknown transaction kind \"\(kindName)\"")
+            }
             heads.append(Head(token: row.int64(at: 0), time: row.double(at: 1),
-                              kind: HistoryTransaction.Kind(rawValue: row.string(at: 2)) ?? .save,
+                              kind: kind,
                               author: row.isNull(at: 3) ? nil : row.string(at: 3), context: row.isNull(at: 4) ? nil : row.string(at: 4),
                               process: row.string(at: 5), pid: Int32(truncatingIfNeeded: row.int64(at: 6))))
         }
@@ -201,8 +261,14 @@ extension StoreCoordinator {
                 current = token
                 merged = [:]
             }
-            let entry = try HistoryEntry(row, schema: schema)
-            for change in try entry.changes() {
+            let entry: HistoryEntry, decoded: [HistoryChange]
+            do {
+                entry = try HistoryEntry(row, schema: schema)
+                decoded = try entry.changes()
+            } catch let failure as HistoryJSON.Failure {
+                throw HistoryError.undecodableRecord(token: token, reason: failure.reason)
+            }
+            for change in decoded {
                 if change.kind == .update, let index = merged[change.objectID] {
                     changes[token]![index] = changes[token]![index].combined(with: change)
                 } else {
@@ -260,7 +326,15 @@ extension StoreCoordinator {
                 guard metadata.generation != known.0 else { return nil }
                 var commits = ExternalCommits(generation: metadata.generation, entityGenerations: metadata.entityGenerations)
                 guard fromHistory, metadata.generation > known.0, try HistoryLog.exists(db) else { return commits }
-                try commits.read(db, after: known.0, writer: writer, schema: schema)
+                do {
+                    try commits.read(db, after: known.0, writer: writer, schema: schema)
+                } catch let error as HistoryError {
+                    // A record this build can't read: the contexts hear which entities changed
+                    // (a re-run), and the next catch-up starts after this generation, so one
+                    // record never stops following.
+                    commits = ExternalCommits(generation: metadata.generation, entityGenerations: metadata.entityGenerations)
+                    commits.undecodable = error.description
+                }
                 return commits
             }
         }
@@ -275,6 +349,10 @@ extension StoreCoordinator {
         defer {
             followState.withLock { state in
                 state.statistics.generation = max(state.statistics.generation, found.generation)
+                if let reason = found.undecodable {
+                    state.statistics.undecodableCatchUps += 1
+                    state.statistics.lastUndecodableRecord = reason
+                }
                 if found.complete {
                     state.statistics.transactionsMerged += found.transactions.count
                     state.statistics.rowsMerged += found.rows.inserted.count + found.rows.updated.count + found.rows.deleted.count
@@ -430,6 +508,8 @@ struct ExternalCommits {
     let entityGenerations: [String: Int64]
     /// Whether the history lists every commit since the last look (else: a re-run).
     var complete = false
+    /// Why the history since the last look could not be read (a record this build can't decode).
+    var undecodable: String?
     /// Per other connection's transaction: token, entities, keys by entity.
     var transactions: [(Int64, Set<String>, [String: [Int64]])] = []
     var rows = RowChanges()
@@ -453,7 +533,10 @@ struct ExternalCommits {
         defer { heads.reset() }
         while try heads.step() {
             let token = heads.int64(at: 0)
-            if token != expected || heads.string(at: 2) == HistoryTransaction.Kind.migration.rawValue { contiguous = false }
+            guard let kind = HistoryTransaction.Kind(rawValue: heads.string(at: 2)) else {
+                throw HistoryError.undecodableRecord(token: token, reason: "unknown transaction kind \"\(heads.string(at: 2))\"")
+            }
+            if token != expected || kind == .migration { contiguous = false }
             expected = token + 1
             if heads.data(at: 1) != writer {
                 theirs.insert(token)
@@ -474,7 +557,15 @@ struct ExternalCommits {
         while try select.step() {
             let token = select.int64(at: 0)
             guard theirs.contains(token) else { continue }
-            let entry = try HistoryEntry(select, schema: schema)
+            let entry: HistoryEntry
+            do {
+                entry = try HistoryEntry(select, schema: schema)
+                _ = try entry.members("add")
+                _ = try entry.members("remove")
+                _ = try entry.attributes("set")
+            } catch let failure as HistoryJSON.Failure {
+                throw HistoryError.undecodableRecord(token: token, reason: failure.reason)
+            }
             perTransaction[token, default: ([], [:])].0.insert(entry.info.name)
             perTransaction[token, default: ([], [:])].1[entry.info.name, default: []] += entry.keys
             let ids = entry.keys.map { ObjectID(entity: entry.info.internedName, primaryKey: $0) }

@@ -57,7 +57,7 @@ extension StoreCoordinator {
             // The last connection to close a WAL store removes its -wal and -shm: if they are
             // still there, another connection (in this process or another) has the store open,
             // and would go on writing to the file the swap replaces.
-            let inUse = walMode && (fileManager.fileExists(atPath: path + "-wal") || fileManager.fileExists(atPath: path + "-shm"))
+            let inUse = StoreFileSwap.isOpenElsewhere(path)
             guard after.generation == before.generation, after.nonce == before.nonce, !inUse else {
                 removeCopy()
                 throw MigrationError.storeInUse(path: path)

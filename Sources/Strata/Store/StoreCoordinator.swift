@@ -95,6 +95,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         configuration.journalMode = options.journalMode
         configuration.busyTimeout = options.busyTimeout
         configuration.cacheSizeKiB = options.cacheSizeKiB
+        configuration.journalSizeLimit = options.walSizeLimit
         configuration.publicStatementArguments = options.publicStatementArguments
         configuration.pageChecksums = options.pageChecksums
         isReadOnly = options.readOnly
@@ -381,7 +382,13 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// commit in progress: it reads the last committed state.
     func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
         guard let readers else { return try withConnection(body) }
-        do { return try readers.withReader(body) } catch let error as SQLiteError { throw StoreError(error, path: readers.path) }
+        do {
+            return try readers.withReader(body)
+        } catch let error as SQLiteError {
+            throw StoreError(error, path: readers.path)
+        } catch is ReaderPool.Closed {
+            throw StoreError.closed(path: readers.path)
+        }
     }
 
     /// Runs SQL access under the coordinator's lock, turning SQLite errors into ``StoreError/sqlite(_:)``.
@@ -395,9 +402,16 @@ public final class StoreCoordinator: @unchecked Sendable {
 
     func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
         try lock.withLock {
-            precondition(!connection.isClosed, "StoreCoordinator used after close(): open a new coordinator.")
+            // A read or write after close() throws (queued work, another queue's late fetch): it
+            // never reaches a closed connection.
+            if connection.isClosed { throw StoreError.closed(path: connection.path) }
             do {
-                return try body(connection)
+                let result = try body(connection)
+                // The -wal stays bounded: a commit that left it past the limit (a large import,
+                // readers that kept it from restarting) checkpoints and truncates it, when no
+                // reader holds an older snapshot (never waiting for one).
+                if let limit = connection.configuration.journalSizeLimit { connection.truncateWAL(ifLargerThan: 2 * limit) }
+                return result
             } catch let error as SQLiteError {
                 throw StoreError(error, path: connection.path, busyTimeout: connection.configuration.busyTimeout)
             }

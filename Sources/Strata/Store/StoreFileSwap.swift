@@ -4,8 +4,22 @@ internal import Foundation
 /// flushed, renamed over the old one (`rename(2)` is atomic), and the folder is flushed so the
 /// rename survives a power loss. A crash before the rename leaves the old store whole; after
 /// it, the new one. Used by the mapping migration and by ``StoreCoordinator/addPageChecksums(toStoreAt:)``.
+///
+/// Before the rename, it refuses a store that another connection still has open
+/// (``MigrationError/storeInUse(path:)``): the caller has closed its own connection, and SQLite's
+/// last connection to close a WAL store removes its `-wal` and `-shm`, so either file still there
+/// means a connection elsewhere — an idle one included (`strata watch`, a second app), in this
+/// process or another — which would go on reading and writing the file the rename replaces. (A
+/// `TRUNCATE` checkpoint leaves an empty `-wal` behind while another connection is open: its size
+/// says nothing, its existence does.)
 enum StoreFileSwap {
+    /// Whether a connection other than the caller's (closed) ones has the store at `path` open.
+    static func isOpenElsewhere(_ path: String) -> Bool {
+        FileManager.default.fileExists(atPath: path + "-wal") || FileManager.default.fileExists(atPath: path + "-shm")
+    }
+
     static func swap(_ built: String, over path: String) throws(MigrationError) {
+        guard !isOpenElsewhere(path) else { throw MigrationError.storeInUse(path: path) }
         let files = POSIXCacheFileSystem()
         do {
             let descriptor = open(built, O_RDONLY | O_CLOEXEC)

@@ -38,6 +38,11 @@ public struct StoreOptions: Sendable {
     public var busyTimeout: Duration = .seconds(5)
     /// Page cache size for the store connection in KiB; `nil` keeps SQLite's 2 MiB.
     public var cacheSizeKiB: Int? = nil
+    /// The size in bytes the `-wal` is truncated to when SQLite restarts it (SQLite's
+    /// `journal_size_limit`; default 16 MiB): a large import's `-wal` does not keep its peak size.
+    /// A commit that leaves the `-wal` past twice this checkpoints and truncates it, when no
+    /// reader holds an older snapshot. `nil`: no limit (SQLite's default).
+    public var walSizeLimit: Int64? = 16 << 20
     /// SQLite's journal mode (default WAL; `.delete` is the rollback journal).
     public var journalMode: StrataSQLiteJournalMode = .wal
     /// Whether a store made by another model version may be migrated when opened (default: refuse).

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import StrataTestSupport
+import StrataSQLite
 @testable import Strata
 
 /// Mapping migrations: filters over `$source`, values from key paths, constants, expressions and
@@ -50,6 +51,32 @@ import StrataTestSupport
                     department: try (e.value(forKey: "department") as? ManagedObject)?.value(forKey: "name") as? String)
             }
         }
+    }
+
+    /// Issue 46: an idle connection elsewhere (here a raw SQLite connection that read once and
+    /// sits idle, as `strata watch` or a second app does) keeps the store in use: the migration's
+    /// own TRUNCATE checkpoint empties the -wal but does not remove it, and the old check read
+    /// its size. The migration is refused, the copy removed, the store's bytes as they were; once
+    /// the other connection closes, the same open migrates.
+    @Test func anIdleConnectionElsewhereRefusesTheSwap() throws {
+        let directory = TemporaryDirectory()
+        let url = try HR.makeStore(directory)
+        let mapping = try MappingModel(from: HR.v1(), to: Self.v2m(), entityMappings: [
+            EntityMapping("Department", to: "Department"),
+            EntityMapping("Employee", to: "Employee"),
+        ])
+        let idle = try StrataSQLite.Connection(path: url.path)
+        try idle.execute("SELECT count(*) FROM strata_meta")
+        let bytes = try Data(contentsOf: url)
+        #expect(throws: MigrationError.storeInUse(path: url.path)) {
+            _ = try StoreCoordinator(model: Self.v2m(), url: url, options: Self.options(mapping))
+        }
+        idle.close()
+        #expect(try Data(contentsOf: url) == bytes)
+        #expect(!FileManager.default.fileExists(atPath: url.path + ".migrating"))
+        let coordinator = try StoreCoordinator(model: Self.v2m(), url: url, options: Self.options(mapping))
+        defer { coordinator.close() }
+        #expect(try coordinator.metadata().modelVersion == "hr-2m")
     }
 
     @Test func aMappingWhoseFilterIsSourceHeightBelow100CarriesOnlyMatchingRows() throws {

@@ -1,0 +1,217 @@
+import Foundation
+import Testing
+import StrataTestSupport
+import StrataSQLite
+@_spi(Testing) @testable import Strata
+
+/// Issue 46: following another connection's commits where no lockstep test goes — a commit merged
+/// while later ones have already landed, a history record this build can't read, a close with
+/// merges still queued.
+@Suite struct TrustedFollowingTests {
+    /// Numbers 10, 20, 30, 40 saved through a coordinator of their own (so that main holds none of
+    /// their objects: a controller reads them from the store), then a container on the same file
+    /// that follows it, with a controller on main sorted by value.
+    struct Fixture {
+        let directory = TemporaryDirectory("strata-trusted-following")
+        let url: URL
+        let other: StoreCoordinator
+        let otherContext: ManagedObjectContext
+        let ids: [ObjectID]
+        let container: PersistentContainer
+        let controller: FetchedResultsController<ManagedObject>
+        let delegate = RecordingDelegate()
+
+        init() throws {
+            url = directory.file("numbers.sqlite")
+            other = try StoreCoordinator(model: TestModels.numbers(), url: url, options: .notFollowing)
+            otherContext = other.newContext(name: "other")
+            let context = otherContext
+            ids = try context.performAndWait {
+                let ids = try [10, 20, 30, 40].map { value -> ObjectID in
+                    let n = try context.insert("Number")
+                    try n.setValue(Int64(value), forKey: "value")
+                    return n.objectID
+                }
+                try context.save()
+                context.reset()
+                return ids
+            }
+            container = try PersistentContainer(model: TestModels.numbers(), url: url)
+            let main = container.mainContext
+            controller = FetchedResultsController(fetchRequest: FetchRequest(entityName: "Number", sortKeys: [.ascending("value")]),
+                                                  managedObjectContext: main)
+            let (controller, delegate) = (controller, delegate)
+            try main.performAndWait {
+                try controller.performFetch()
+                controller.delegate = delegate
+            }
+        }
+
+        /// Commits through the other coordinator; returns the store's generation after it.
+        @discardableResult
+        func commit(_ body: (ManagedObjectContext) throws -> Void) throws -> Int64 {
+            let context = otherContext
+            try context.performAndWait {
+                try body(context)
+                try context.save()
+                context.reset()
+            }
+            return try other.currentHistoryToken().generation
+        }
+
+        /// Waits until the container's follower has caught up with `generation` and its merges ran.
+        func waitForFollower(_ generation: Int64) {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while container.coordinator.externalChangeStatistics.generation < generation, ContinuousClock.now < deadline { usleep(500) }
+            container.waitForPendingMerges()
+        }
+
+        func values() throws -> [Int64] {
+            let main = container.mainContext
+            let controller = controller
+            return try main.performAndWait {
+                try (controller.fetchedManagedObjects ?? []).map { try $0.value(forKey: "value") as! Int64 }
+            }
+        }
+
+        /// Every change set reported applies exactly to its `before`, each starting where the last ended.
+        func checkChangeSets(from start: FetchedSnapshot) {
+            var layout = start
+            for event in delegate.events {
+                guard case .changes(let changes) = event else {
+                    Issue.record("the controller reported \(event), not a change set")
+                    continue
+                }
+                #expect(changes.before == layout)
+                #expect(changes.applied() == changes.after)
+                layout = changes.after
+            }
+            #expect(layout == container.mainContext.performAndWait { controller.snapshot })
+        }
+    }
+
+    /// The list [10, 20, 30, 40]; another connection inserts 15, then (before main merged the
+    /// insert) sets 30 to 5. Main's merge of the insert reads its neighbours from the store, where
+    /// 30 is already 5: compared with that, 15 went after it (between 30 and 40) and stayed there
+    /// for good. Now a neighbour that no longer reads as the list placed it is placed again too.
+    @Test func aRowInsertedWhileALaterCommitMovedItsNeighbourLandsInOrder() throws {
+        let fixture = try Fixture()
+        let main = fixture.container.mainContext
+        let start = main.performAndWait { fixture.controller.snapshot }
+        // Main's queue is held: the merge of the first commit waits behind it while the second lands.
+        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            main.performAndWait {
+                held.signal()
+                release.wait()
+            }
+        }
+        held.wait()
+        let first = try fixture.commit { context in
+            let n = try context.insert("Number")
+            try n.setValue(Int64(15), forKey: "value")
+        }
+        // The follower read the first commit and handed it on (the writer context merged it and
+        // queued main's merge behind the held block).
+        let deadline = ContinuousClock.now + .seconds(10)
+        while fixture.container.coordinator.externalChangeStatistics.generation < first, ContinuousClock.now < deadline { usleep(500) }
+        fixture.container.writerContext.performAndWait {}
+        fixture.container.coordinator.setFollowingPaused(true)
+        let second = try fixture.commit { context in
+            try context.existingObject(with: fixture.ids[2]).setValue(Int64(5), forKey: "value")
+        }
+        release.signal()
+        main.performAndWait {}
+        fixture.container.coordinator.setFollowingPaused(false)
+        fixture.waitForFollower(second)
+        #expect(try fixture.values() == [5, 10, 15, 20, 40])
+        fixture.checkChangeSets(from: start)
+        #expect(main.performAndWait { fixture.controller.trackingStatistics.stalePlacements } >= 1)
+        fixture.container.coordinator.close()
+        fixture.other.close()
+    }
+
+    /// A history record this build can't read (here: a transaction kind from a newer Strata)
+    /// makes the follower re-run instead of merging, once; it reports it and keeps following.
+    @Test func anUndecodableHistoryRecordFallsBackToARerunAndFollowingGoesOn() throws {
+        let fixture = try Fixture()
+        let coordinator = fixture.container.coordinator
+        coordinator.setFollowingPaused(true)
+        let first = try fixture.commit { context in
+            let n = try context.insert("Number")
+            try n.setValue(Int64(25), forKey: "value")
+        }
+        // A newer build's record: an unknown kind, and a change whose data is not JSON.
+        let raw = try Connection(path: fixture.url.path, configuration: Connection.Configuration())
+        try raw.execute("UPDATE strata_history SET kind = 'bulk-merge-v9' WHERE token = \(first)")
+        try raw.execute("UPDATE strata_history_change SET data = '{not json' WHERE token = \(first)")
+        raw.close()
+        #expect(throws: HistoryError.self) { try fixture.other.history(after: HistoryToken(store: fixture.other.storeUUID, generation: first - 1)) }
+        coordinator.setFollowingPaused(false)
+        fixture.waitForFollower(first)
+        #expect(try fixture.values() == [10, 20, 25, 30, 40])
+        var statistics = coordinator.externalChangeStatistics
+        #expect(statistics.undecodableCatchUps == 1)
+        #expect(statistics.lastUndecodableRecord?.contains("bulk-merge-v9") == true)
+        // Following goes on past it: the next commit is merged from the history, not re-run.
+        let reruns = statistics.reruns
+        let second = try fixture.commit { context in
+            try context.existingObject(with: fixture.ids[0]).setValue(Int64(50), forKey: "value")
+        }
+        fixture.waitForFollower(second)
+        #expect(try fixture.values() == [20, 25, 30, 40, 50])
+        statistics = coordinator.externalChangeStatistics
+        #expect(statistics.reruns == reruns)
+        #expect(statistics.transactionsMerged >= 1)
+        #expect(statistics.undecodableCatchUps == 1)
+        fixture.checkChangeSets(from: FetchedSnapshot(sections: [FetchedSection(name: "", indexTitle: nil, objectIDs: fixture.ids)]))
+        coordinator.close()
+        fixture.other.close()
+    }
+
+    /// `close()` while merges of another connection's commits are queued for main: nothing is
+    /// read after close, nothing stops the process, and reads after close throw
+    /// `StoreError.closed`.
+    @Test func closingWithMergesQueuedIsClean() throws {
+        let fixture = try Fixture()
+        let main = fixture.container.mainContext
+        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            main.performAndWait {
+                held.signal()
+                release.wait()
+            }
+        }
+        held.wait()
+        var last: Int64 = 0
+        for value in 1...20 {
+            last = try fixture.commit { context in
+                let n = try context.insert("Number")
+                try n.setValue(Int64(value), forKey: "value")
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while fixture.container.coordinator.externalChangeStatistics.generation < last, ContinuousClock.now < deadline { usleep(500) }
+        fixture.container.writerContext.performAndWait {}
+        let reportsBefore = fixture.delegate.events.count
+        fixture.container.coordinator.close()
+        release.signal()
+        main.performAndWait {}
+        #expect(main.performAndWait { fixture.delegate.events.count } == reportsBefore)
+        let error = main.performAndWait { () -> (any Error)? in
+            do {
+                _ = try main.fetch(FetchRequest(entityName: "Number"))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        guard case .closed? = error as? StoreError else {
+            Issue.record("a fetch after close threw \(String(describing: error)), not StoreError.closed")
+            return
+        }
+        #expect(throws: StoreError.self) { try fixture.container.coordinator.history() }
+        #expect(throws: StoreError.self) { try fixture.container.coordinator.currentHistoryToken() }
+        fixture.other.close()
+    }
+}
