@@ -74,7 +74,13 @@ extension ExitStatus {
             case .sqlite: self = .ioError
             case .closed: self = .software
             case .readOnly: self = .noPermission
-            case .busy: self = .temporaryFailure
+            case .busy, .storeReplacedElsewhere: self = .temporaryFailure
+            }
+        case let error as HistoryError:
+            switch error {
+            case .tokenOfAnotherStore, .tokenAheadOfStore, .expired: self = .dataError
+            case .historyNotKept: self = .noInput
+            case .undecodableRecord: self = .dataError
             }
         default:
             self = .software

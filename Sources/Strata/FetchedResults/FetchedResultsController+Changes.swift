@@ -27,7 +27,7 @@ extension AnyFetchedResultsController {
             }
             candidates.formUnion(related)
             guard !candidates.isEmpty else { return }
-            try follow(candidates, own, plan)
+            try follow(candidates, own, plan, restarts: 0)
         } catch {
             needsRerun = true
             report(.failed(.trackingFailed(reason: "\(error)")))
@@ -104,7 +104,10 @@ extension AnyFetchedResultsController {
     }
 
     /// Removes every candidate, re-evaluates each and inserts it where it now belongs.
-    private func follow(_ candidates: Set<Int64>, _ own: EntityKeyChanges, _ plan: FetchPlan) throws {
+    /// `restarts`: placements already started again for stale neighbours; past
+    /// ``maximumPlacementRestarts`` (the store is far ahead of the list: many rows changed by
+    /// commits not yet merged), the request re-runs instead (O(n), one consistent read).
+    private func follow(_ candidates: Set<Int64>, _ own: EntityKeyChanges, _ plan: FetchPlan, restarts: Int) throws {
         let context = managedObjectContext
         let order = sectionOrder
         let before = rows
@@ -200,7 +203,8 @@ extension AnyFetchedResultsController {
                     throw FetchedResultsError.trackingFailed(reason: "a row of \(plan.info.name) changed while being placed")
                 }
                 trackingStatistics.stalePlacements += 1
-                return try follow(candidates.union([stale.key]), own, plan)
+                guard restarts < AnyFetchedResultsController.maximumPlacementRestarts else { return try rerun(own, plan) }
+                return try follow(candidates.union([stale.key]), own, plan, restarts: restarts + 1)
             }
             guard let vanished = error as? VanishedRow else { throw error }
             // A listed row another process deleted, not yet processed here (its news comes with
@@ -208,7 +212,7 @@ extension AnyFetchedResultsController {
             guard !candidates.contains(vanished.key) else {
                 throw FetchedResultsError.trackingFailed(reason: "a row of \(plan.info.name) vanished while being placed")
             }
-            return try follow(candidates.union([vanished.key]), own, plan)
+            return try follow(candidates.union([vanished.key]), own, plan, restarts: restarts)
         }
         let afterOffsets = AnyFetchedResultsController.offsets(rows)
         for index in tracked.indices {
@@ -223,6 +227,10 @@ extension AnyFetchedResultsController {
         let result = changeSet(before: before, after: rows, tracked: tracked, updated: changedRows)
         if !result.isEmpty { report(.changes(result)) }
     }
+
+    /// How many times one change's placement starts again for stale neighbours before the request
+    /// re-runs instead.
+    static let maximumPlacementRestarts = 8
 
     /// Whether the related objects `subject`'s sort key paths pass through read as the
     /// controller last knew them (``relatedValues``); an object it holds no values for is taken

@@ -363,7 +363,7 @@ public struct LightweightMigration: Sendable {
         try HistoryLog.createTables(db)
         // Consecutive steps share one transaction and generation: one record for all of them.
         try db.prepare("DELETE FROM strata_history WHERE token = ?").execute(.integer(generation))
-        try HistoryLog.write(db, token: generation, record: HistoryLog.Record(kind: .migration, author: nil, context: nil),
+        try HistoryLog.write(db, token: generation, nonce: nonce, record: HistoryLog.Record(kind: .migration, author: nil, context: nil),
                              writer: StoreCoordinator.randomNonce(), origin: nil)
         KillPoint.hit("migration.meta.updated")
     }

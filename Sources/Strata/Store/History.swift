@@ -7,18 +7,40 @@ public import Foundation
 /// ``StoreCoordinator/history(after:author:)``. Tokens of one store compare by generation; a token
 /// of another store (or of this store before ``StoreCoordinator/replaceStore(withContentsOf:)``)
 /// is refused with ``HistoryError/tokenOfAnotherStore(token:store:)``.
+///
+/// A token also names the store's lineage: the nonce of the commit that made its generation.
+/// An older copy of the store restored under the same UUID reaches the same generations again by
+/// other commits; ``StoreCoordinator/history(after:author:limit:)`` then refuses the token with
+/// ``HistoryError/expired(token:oldestKept:)`` instead of reading the other lineage's commits as
+/// if they followed it. Tokens compare by store and generation only (the lineage is checked
+/// against the store, not between tokens); a token made with ``init(store:generation:)``, or
+/// decoded from a 0.3.0 token, has none and is checked by generation alone.
 public struct HistoryToken: Codable, Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The store's UUID (``StoreMetadata/storeUUID``).
     public let store: UUID
     /// The generation the commit made.
     public let generation: Int64
+    /// The nonce of the commit that made `generation` (``StoreMetadata/nonce``), or `nil`.
+    public let lineage: Data?
 
     public init(store: UUID, generation: Int64) {
+        self.init(store: store, generation: generation, lineage: nil)
+    }
+
+    public init(store: UUID, generation: Int64, lineage: Data?) {
         self.store = store
         self.generation = generation
+        self.lineage = lineage
     }
 
     public static func < (lhs: HistoryToken, rhs: HistoryToken) -> Bool { lhs.generation < rhs.generation }
+
+    public static func == (lhs: HistoryToken, rhs: HistoryToken) -> Bool { lhs.store == rhs.store && lhs.generation == rhs.generation }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(store)
+        hasher.combine(generation)
+    }
 
     public var description: String { "\(generation)" }
 }

@@ -15,7 +15,8 @@ enum HistoryLog {
             context TEXT,
             process TEXT NOT NULL,
             pid INTEGER NOT NULL,
-            writer BLOB NOT NULL)
+            writer BLOB NOT NULL,
+            nonce BLOB)
         """,
         """
         CREATE TABLE IF NOT EXISTS strata_history_change (
@@ -32,8 +33,30 @@ enum HistoryLog {
     /// Creates the tables where they are missing (a store made before 0.3.0); one look at the
     /// schema when they are there.
     static func createTables(_ db: Connection) throws {
-        guard try !exists(db) else { return }
+        guard try !exists(db) else {
+            // A 0.3.0 store's log has no lineage column: added, empty for its old records.
+            if try !hasLineageColumn(db) { try db.execute("ALTER TABLE strata_history ADD COLUMN nonce BLOB") }
+            return
+        }
         for sql in creationSQL { try db.execute(sql) }
+    }
+
+    /// Whether the log has the lineage column (a 0.3.0 store opened read-only has not).
+    static func hasLineageColumn(_ db: Connection) throws -> Bool {
+        var found = false
+        try db.prepare("PRAGMA table_info(strata_history)").forEachRow { if $0.string(at: 1) == "nonce" { found = true } }
+        return found
+    }
+
+    /// The lineage (the commit's nonce) the history records at `token`; `nil` when no record is
+    /// there (pruned, history off) or it predates the column.
+    static func lineage(_ db: Connection, at token: Int64) throws -> Data? {
+        // A read-only opening of a 0.3.0 store: the column is not there (added at a writable opening).
+        guard let select = try? db.cachedStatement("SELECT nonce FROM strata_history WHERE token = ?") else { return nil }
+        try select.bind(token, at: 1)
+        defer { select.reset() }
+        guard try select.step(), !select.isNull(at: 0) else { return nil }
+        return select.data(at: 0)
     }
 
     /// Whether the store has the tables (a store made before 0.3.0 gets them at its first
@@ -77,11 +100,11 @@ enum HistoryLog {
     }
 
     /// Writes `record` as transaction `token`, inside the caller's transaction.
-    static func write(_ db: Connection, token: Int64, record: Record, writer: Data, origin: String?) throws {
-        try db.cachedStatement("INSERT INTO strata_history (token, time, kind, author, context, process, pid, writer) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+    static func write(_ db: Connection, token: Int64, nonce: Data, record: Record, writer: Data, origin: String?) throws {
+        try db.cachedStatement("INSERT INTO strata_history (token, time, kind, author, context, process, pid, writer, nonce) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
             .execute(.integer(token), .real(Date().timeIntervalSince1970), .text(record.kind.rawValue),
                      record.author.map(SQLiteValue.text) ?? .null, record.context.map(SQLiteValue.text) ?? .null,
-                     .text(processName), .integer(Int64(processID)), .blob(writer))
+                     .text(processName), .integer(Int64(processID)), .blob(writer), .blob(nonce))
         KillPoint.hit("history.transaction.written", in: origin)
         let insert = try db.cachedStatement("INSERT INTO strata_history_change (token, seq, entity, op, keys, data) VALUES (?, ?, ?, ?, ?, ?)")
         for (seq, entry) in record.changes.enumerated() {

@@ -208,11 +208,20 @@ extension StoreCoordinator {
     func stampCommit(_ db: Connection, touching touched: Set<String>, origin: String?, history: HistoryLog.Record) throws -> (Int64, Data) {
         let nonce = StoreCoordinator.randomNonce()
         let bump = try db.cachedStatement(
-            "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation")
+            "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation, store_uuid")
         try bump.bind(nonce, at: 1)
         guard try bump.step() else { throw StoreError.notAStrataStore(path: db.path) }
         let generation = bump.int64(at: 0)
+        let storeUUID = bump.string(at: 1)
         while try bump.step() {}
+        // Still the store this coordinator knows? Another process may have replaced it (another
+        // UUID) or restored an older copy (a generation below what this coordinator has seen)
+        // before the follower noticed: then no row is written over one that only shares a key.
+        let known = followState.withLock { $0.generation }
+        if storeUUID != uuid.uuidString || generation <= known {
+            throw StoreError.storeReplacedElsewhere(path: db.path)
+        }
+        ownNonces.withLock { $0[generation] = nonce }
         KillPoint.hit("generation.bumped", in: origin)
         for entity in touched.sorted() {
             try db.cachedStatement("UPDATE strata_entity SET generation = ?, nonce = ? WHERE name = ?")
@@ -221,7 +230,7 @@ extension StoreCoordinator {
         KillPoint.hit("entities.stamped", in: origin)
         // The history, in the same transaction: it lists a commit exactly when the commit happened.
         if historyOptions.isEnabled {
-            try HistoryLog.write(db, token: generation, record: history, writer: writerID, origin: origin)
+            try HistoryLog.write(db, token: generation, nonce: nonce, record: history, writer: writerID, origin: origin)
             commitsSincePrune += 1
             if commitsSincePrune >= 64 {
                 commitsSincePrune = 0

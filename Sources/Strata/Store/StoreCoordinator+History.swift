@@ -21,6 +21,15 @@ public struct ExternalChangeStatistics: Sendable, Equatable {
     /// in ``lastUndecodableRecord``.
     public var undecodableCatchUps = 0
     public var lastUndecodableRecord: String?
+    /// Times the store turned out to be another store under the same path: replaced (another
+    /// UUID), an older copy restored (a lower generation, or the same generation reached by other
+    /// commits), or rebuilt by another process's migration. Every context dropped its objects and
+    /// posted ``ContextEvent/reload(_:)`` with ``ReloadReason/storeReplaced``.
+    public var replacements = 0
+    /// Set when another process migrated the store to another model: following stopped, and
+    /// every read and write of this coordinator throws ``StoreError/modelMismatch(path:storeVersion:storeHash:modelVersion:modelHash:)``
+    /// (nothing is read with the wrong model). Reopen the store with its new model.
+    public var modelChangedElsewhere = false
 }
 
 /// The follower's state: the generation caught up with and, for a re-run, the entities'.
@@ -31,6 +40,10 @@ struct FollowState {
     var paused = false
     var generation: Int64 = 0
     var entityGenerations: [String: Int64] = [:]
+    /// The store's nonce at `generation` (the commit's, which the history records too): the
+    /// same generation with another nonce is another lineage (an older copy restored and
+    /// committed to again).
+    var nonce = Data()
     var statistics = ExternalChangeStatistics()
 }
 
@@ -144,9 +157,19 @@ extension StoreCoordinator {
         if let token, token.store != store { throw HistoryError.tokenOfAnotherStore(token: token, store: store) }
         return try withReader { db in
             try db.transaction(.deferred) {
-                let generation = try StoreCoordinator.readMetadata(db).generation
+                let metadata = try StoreCoordinator.readMetadata(db)
+                let generation = metadata.generation
                 if let token, token.generation > generation {
                     throw HistoryError.tokenAheadOfStore(token: token, storeGeneration: generation)
+                }
+                // Another lineage: the store reached this generation by other commits (an older
+                // copy restored). Checked against the record at the token, or the store's own
+                // nonce when the token is its last commit.
+                if let token, let lineage = token.lineage {
+                    let recorded = token.generation == generation ? metadata.nonce : try HistoryLog.lineage(db, at: token.generation)
+                    if let recorded, recorded != lineage {
+                        throw HistoryError.expired(token: token, oldestKept: try StoreCoordinator.oldestToken(db, store: store))
+                    }
                 }
                 guard try HistoryLog.exists(db) else {
                     if let token, token.generation < generation { throw HistoryError.expired(token: token, oldestKept: nil) }
@@ -194,8 +217,18 @@ extension StoreCoordinator {
     /// The token of the store's last commit: the history after it is empty until the next.
     public func currentHistoryToken() throws -> HistoryToken {
         let store = storeUUID
-        let generation = try withReader { db in try StoreCoordinator.readMetadata(db).generation }
-        return HistoryToken(store: store, generation: generation)
+        let metadata = try withReader { db in try StoreCoordinator.readMetadata(db) }
+        return HistoryToken(store: store, generation: metadata.generation, lineage: metadata.nonce)
+    }
+
+    /// The oldest transaction the history keeps, or `nil`.
+    static func oldestToken(_ db: Connection, store: UUID) throws -> HistoryToken? {
+        let select = try db.cachedStatement("SELECT min(token) FROM strata_history")
+        defer { select.reset() }
+        guard try select.step(), !select.isNull(at: 0) else { return nil }
+        let token = select.int64(at: 0)
+        select.reset()
+        return HistoryToken(store: store, generation: token, lineage: try HistoryLog.lineage(db, at: token))
     }
 
     /// Deletes the transactions before `token` (not `token`'s own): what a reader that has
@@ -226,14 +259,16 @@ extension StoreCoordinator {
 
     static func readHistory(_ db: Connection, after: Int64, through: Int64?, author: String?, store: UUID,
                             schema: Schema) throws -> [HistoryTransaction] {
-        var sql = "SELECT token, time, kind, author, context, process, pid FROM strata_history WHERE token > ?1"
+        let lineage = try HistoryLog.hasLineageColumn(db) ? "nonce" : "NULL"
+        var sql = "SELECT token, time, kind, author, context, process, pid, \(lineage) FROM strata_history WHERE token > ?1"
         if through != nil { sql += " AND token <= ?2" }
         if author != nil { sql += " AND author = ?3" }
         let select = try db.prepare(sql + " ORDER BY token")
         try select.bind(after, at: 1)
         if let through { try select.bind(through, at: 2) }
         if let author { try select.bind(author, at: 3) }
-        struct Head { let token: Int64, time: Double, kind: HistoryTransaction.Kind, author: String?, context: String?, process: String, pid: Int32 }
+        struct Head { let token: Int64, time: Double, kind: HistoryTransaction.Kind, author: String?, context: String?, process: String, pid: Int32
+                      let lineage: Data? }
         var heads: [Head] = []
         try select.forEachRow { row in
             // A kind this build does not know is a record it can't read, never a save.
@@ -244,7 +279,8 @@ extension StoreCoordinator {
             heads.append(Head(token: row.int64(at: 0), time: row.double(at: 1),
                               kind: kind,
                               author: row.isNull(at: 3) ? nil : row.string(at: 3), context: row.isNull(at: 4) ? nil : row.string(at: 4),
-                              process: row.string(at: 5), pid: Int32(truncatingIfNeeded: row.int64(at: 6))))
+                              process: row.string(at: 5), pid: Int32(truncatingIfNeeded: row.int64(at: 6)),
+                              lineage: row.isNull(at: 7) ? nil : row.data(at: 7)))
         }
         guard let first = heads.first, let last = heads.last else { return [] }
         var changes: [Int64: [HistoryChange]] = [:]
@@ -278,7 +314,7 @@ extension StoreCoordinator {
             }
         }
         return heads.map { head in
-            HistoryTransaction(token: HistoryToken(store: store, generation: head.token), date: Date(timeIntervalSince1970: head.time),
+            HistoryTransaction(token: HistoryToken(store: store, generation: head.token, lineage: head.lineage), date: Date(timeIntervalSince1970: head.time),
                                kind: head.kind, author: head.author, contextName: head.context, processName: head.process,
                                processID: head.pid, changes: changes[head.token] ?? [])
         }
@@ -312,19 +348,37 @@ extension StoreCoordinator {
     /// entities changed, as ``processExternalChanges()`` always has (an object with pending changes
     /// whose row went elsewhere stays until its save finds out, where a merge takes it out).
     private func catchUpLocked(fromHistory: Bool) throws -> Set<String> {
-        let known = followState.withLock { ($0.generation, $0.entityGenerations) }
+        let known = followState.withLock { ($0.generation, $0.entityGenerations, $0.nonce) }
         let schema = model.schema
         let writer = writerID
+        let identity = (uuid: storeUUID, modelHash: model.versionHash)
         let found: ExternalCommits? = try withFollowReader { db in
             // Most notices are this coordinator's own commits, already seen: one row read.
-            let generation = try db.cachedStatement("SELECT generation FROM strata_meta WHERE id = 1")
-            let current = try generation.step() ? generation.int64(at: 0) : nil
+            let generation = try db.cachedStatement("SELECT generation, nonce, store_uuid FROM strata_meta WHERE id = 1")
+            let current = try generation.step() ? (generation.int64(at: 0), generation.data(at: 1), generation.string(at: 2)) : nil
             generation.reset()
-            if current == known.0 { return nil }
+            if let current, current.0 == known.0, current.1 == known.2, current.2 == identity.uuid.uuidString { return nil }
             return try db.transaction(.deferred) {
                 let metadata = try StoreCoordinator.readMetadata(db)
-                guard metadata.generation != known.0 else { return nil }
                 var commits = ExternalCommits(generation: metadata.generation, entityGenerations: metadata.entityGenerations)
+                commits.nonce = metadata.nonce
+                // Is it still the store this coordinator follows? Another UUID (replaced), another
+                // model (migrated elsewhere), a lower generation, or the same one with another
+                // nonce or another history record at it (an older copy restored and committed to).
+                if metadata.modelHash != identity.modelHash {
+                    commits.identity = .modelChanged(metadata)
+                    return commits
+                }
+                var replaced = metadata.storeUUID != identity.uuid || metadata.generation < known.0
+                    || (metadata.generation == known.0 && metadata.nonce != known.2)
+                if !replaced, metadata.generation > known.0, try HistoryLog.exists(db) {
+                    replaced = try HistoryLog.lineage(db, at: known.0).map { $0 != known.2 } ?? false
+                }
+                if replaced {
+                    commits.identity = .replaced(metadata)
+                    return commits
+                }
+                guard metadata.generation != known.0 else { return nil }
                 guard fromHistory, metadata.generation > known.0, try HistoryLog.exists(db) else { return commits }
                 do {
                     try commits.read(db, after: known.0, writer: writer, schema: schema)
@@ -333,14 +387,25 @@ extension StoreCoordinator {
                     // (a re-run), and the next catch-up starts after this generation, so one
                     // record never stops following.
                     commits = ExternalCommits(generation: metadata.generation, entityGenerations: metadata.entityGenerations)
+                    commits.nonce = metadata.nonce
                     commits.undecodable = error.description
                 }
                 return commits
             }
         }
         guard let found else { return [] }
+        switch found.identity {
+        case .same: break
+        case .replaced(let metadata):
+            storeWasReplacedElsewhere(metadata)
+            return Set(metadata.entityGenerations.keys)
+        case .modelChanged(let metadata):
+            modelChangedElsewhere(metadata)
+            return []
+        }
         let changed = Set(found.entityGenerations.filter { known.1[$0.key] != $0.value }.keys)
         followState.withLock { state in
+            if found.generation >= state.generation { state.nonce = found.nonce }
             state.generation = max(state.generation, found.generation)
             state.entityGenerations = found.entityGenerations
         }
@@ -380,6 +445,42 @@ extension StoreCoordinator {
         return touched
     }
 
+    /// Another connection replaced the store under this coordinator (another UUID, an older
+    /// copy restored): this coordinator takes the store as it is now, and every context drops its
+    /// objects, pending changes included (none is saved over an unrelated row that has its key
+    /// now), and posts ``ContextEvent/reload(_:)`` with ``ReloadReason/storeReplaced``, as
+    /// ``replaceStore(withContentsOf:)`` through this coordinator does. Under `followLock`.
+    private func storeWasReplacedElsewhere(_ metadata: StoreMetadata) {
+        adoptIdentity(of: metadata)
+        followState.withLock { state in
+            state.generation = metadata.generation
+            state.entityGenerations = metadata.entityGenerations
+            state.nonce = metadata.nonce
+            state.statistics.generation = metadata.generation
+            state.statistics.replacements += 1
+        }
+        scheduleCacheRefreshes(touching: Set(metadata.entityGenerations.keys))
+        for context in allContexts() {
+            context.enqueue { context.storeWasReplaced() }
+        }
+    }
+
+    /// Another process migrated the store to another model: nothing more is read with this
+    /// one. Following stops; every read and write throws ``StoreError/modelMismatch(path:storeVersion:storeHash:modelVersion:modelHash:)``.
+    private func modelChangedElsewhere(_ metadata: StoreMetadata) {
+        let error = StoreError.modelMismatch(path: url?.path ?? ":memory:", storeVersion: metadata.modelVersion, storeHash: metadata.modelHash,
+                                             modelVersion: model.versionIdentifier, modelHash: model.versionHash)
+        identityProblem.withLock { $0 = error }
+        followState.withLock { state in
+            state.stopped = true
+            state.statistics.modelChangedElsewhere = true
+        }
+        follower?.stop()
+        for context in allContexts() {
+            context.enqueue { context.storeWasReplaced() }
+        }
+    }
+
     /// Runs `body` on the follower's own reader (under `followLock`): its reads stay out of the
     /// pool and out of ``statistics``. A store without readers reads on the writer.
     private func withFollowReader<T>(_ body: (Connection) throws -> T) throws -> T {
@@ -404,9 +505,15 @@ extension StoreCoordinator {
     /// After this coordinator's own commit made `generation` (the lock held, COMMIT done): when
     /// the follower had seen everything before it, it needn't read this one back.
     func noteOwnCommit(generation: Int64, touched: Set<String>) {
+        let nonce = ownNonces.withLock { nonces -> Data? in
+            defer { nonces = nonces.filter { $0.key > generation } }
+            return nonces[generation]
+        }
         followState.withLock { state in
+            guard let nonce else { return }
             guard state.generation == generation - 1 else { return }
             state.generation = generation
+            state.nonce = nonce
             state.statistics.generation = generation
             for entity in touched { state.entityGenerations[entity] = generation }
         }
@@ -510,6 +617,11 @@ struct ExternalCommits {
     var complete = false
     /// Why the history since the last look could not be read (a record this build can't decode).
     var undecodable: String?
+    /// Whether the store is still the one followed.
+    enum Identity { case same, replaced(StoreMetadata), modelChanged(StoreMetadata) }
+    var identity = Identity.same
+    /// The store's nonce (see ``FollowState``).
+    var nonce = Data()
     /// Per other connection's transaction: token, entities, keys by entity.
     var transactions: [(Int64, Set<String>, [String: [Int64]])] = []
     var rows = RowChanges()

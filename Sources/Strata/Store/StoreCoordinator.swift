@@ -30,7 +30,23 @@ public final class StoreCoordinator: @unchecked Sendable {
     public let isReadOnly: Bool
     /// Random at creation; a new one when the store is replaced (``replaceStore(withContentsOf:)``).
     public var storeUUID: UUID { lock.withLock { uuid } }
-    private var uuid: UUID
+    /// Guarded by `lock` (read inside a commit, which holds it).
+    var uuid: UUID
+    /// The nonce each of this coordinator's commits wrote, by generation, until the follower's
+    /// bookkeeping takes it (``noteOwnCommit(generation:touched:)``).
+    let ownNonces = Locked<[Int64: Data]>([:])
+    /// Set when another process migrated the store to another model: every read and write throws it.
+    let identityProblem = Locked<StoreError?>(nil)
+
+    /// Takes the identity of the store as another connection left it (replaced, restored).
+    func adoptIdentity(of metadata: StoreMetadata) {
+        lock.withLock { uuid = metadata.storeUUID }
+    }
+
+    /// Every live context of this coordinator, in registration order.
+    func allContexts() -> [ManagedObjectContext] {
+        contexts.withLock { $0.compactMap(\.context) }
+    }
 
     private let lock = NSLock()
     /// The section caches of this store: where results controllers keep them, and what
@@ -209,6 +225,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         followState.withLock { state in
             state.generation = metadata.generation
             state.entityGenerations = metadata.entityGenerations
+            state.nonce = metadata.nonce
             state.statistics.generation = metadata.generation
         }
     }
@@ -246,7 +263,9 @@ public final class StoreCoordinator: @unchecked Sendable {
         var configuration = Connection.Configuration()
         configuration.readOnly = true
         let newUUID = UUID()
-        try withConnection { db in
+        // The follower's lock first (as a catch-up takes it): no catch-up reads between the
+        // restore and the new identity.
+        try followLock.withLock { try withConnection { db in
             let reader = try Connection(path: source.path, configuration: configuration)
             defer { reader.close() }
             // The backup API copies pages with their reserved bytes: a checksummed store must get
@@ -268,8 +287,9 @@ public final class StoreCoordinator: @unchecked Sendable {
             followState.withLock { state in
                 state.generation = metadata.generation
                 state.entityGenerations = metadata.entityGenerations
+                state.nonce = metadata.nonce
             }
-        }
+        } }
         for context in contexts.withLock({ $0.compactMap(\.context) }) {
             context.enqueue { context.storeWasReplaced() }
         }
@@ -382,6 +402,7 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// commit in progress: it reads the last committed state.
     func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
         guard let readers else { return try withConnection(body) }
+        if let problem = identityProblem.withLock({ $0 }) { throw problem }
         do {
             return try readers.withReader(body)
         } catch let error as SQLiteError {
@@ -405,6 +426,7 @@ public final class StoreCoordinator: @unchecked Sendable {
             // A read or write after close() throws (queued work, another queue's late fetch): it
             // never reaches a closed connection.
             if connection.isClosed { throw StoreError.closed(path: connection.path) }
+            if let problem = identityProblem.withLock({ $0 }) { throw problem }
             do {
                 let result = try body(connection)
                 // The -wal stays bounded: a commit that left it past the limit (a large import,

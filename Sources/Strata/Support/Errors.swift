@@ -28,6 +28,11 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
     /// read a fault's row on request (``ManagedObject/load()``, ``ManagedObjectContext/fulfill(_:)``);
     /// every other use of a closed coordinator is a precondition failure.
     case closed(path: String)
+    /// Another connection replaced the store under this coordinator (another UUID) or restored
+    /// an older copy of it, before this coordinator's follower noticed: the commit wrote nothing
+    /// (a pending edit is never saved over a row that only shares its key). The contexts drop
+    /// their objects once the follower notices (``ReloadReason/storeReplaced``).
+    case storeReplacedElsewhere(path: String)
     /// The store can be read but not written: it was opened with ``StoreOptions/readOnly`` (and
     /// a save, a batch request, a migration or a replacement was asked of it), or it lies where
     /// this process may not write (a read-only mount, a file or folder without write permission)
@@ -65,6 +70,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
         case .malformedURI(let uri): "\(uri) is not a strata://<store-uuid>/<Entity>/<pk> URI"
         case .sqlite(let error): error.description
         case .closed(let path): "the store \(path) was closed: open a new coordinator to read it"
+        case .storeReplacedElsewhere(let path):
+            "the store \(path) was replaced or restored by another connection: nothing was written; the contexts drop their objects, fetch again"
         case let .readOnly(path, reason): "store \(path) is read-only here: \(reason). Nothing was written."
         case let .busy(path, timeout):
             "store \(path) is locked by another connection (another coordinator or process) for longer than the busy timeout "
