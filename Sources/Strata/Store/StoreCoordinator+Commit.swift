@@ -23,6 +23,9 @@ extension StoreCoordinator {
         let outcome: CommitOutcome = try withConnection { db in
             let outcome = try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: origin)
+                // Before any row is compared: a store replaced or restored under this coordinator
+                // is refused as such, not read as conflicts on rows that only share keys.
+                try checkLineage(db)
                 var resolutions: [ObjectID: Resolution] = [:]
                 var conflicts: [MergeConflict] = []
                 // Whether any row changed: a save whose every change resolved to their version
@@ -201,26 +204,44 @@ extension StoreCoordinator {
         return outcome
     }
 
+    /// Throws ``StoreError/storeReplacedElsewhere(path:)`` when the store under the writer is no
+    /// longer the lineage this coordinator last saw (see ``stampCommit(_:touching:origin:history:)``).
+    /// One row read, and a second (the history's record at the known generation) only when other
+    /// connections committed since.
+    func checkLineage(_ db: Connection) throws {
+        let known = followState.withLock { ($0.generation, $0.nonce) }
+        let meta = try db.cachedStatement("SELECT generation, nonce, store_uuid FROM strata_meta WHERE id = 1")
+        guard try meta.step() else { throw StoreError.notAStrataStore(path: db.path) }
+        let (generation, nonce, store) = (meta.int64(at: 0), meta.data(at: 1), meta.string(at: 2))
+        meta.reset()
+        var replaced = store != uuid.uuidString || generation < known.0
+        if !replaced, !known.1.isEmpty {
+            if generation == known.0 {
+                replaced = nonce != known.1
+            } else if let recorded = try HistoryLog.lineage(db, at: known.0) {
+                replaced = recorded != known.1
+            }
+        }
+        if replaced { throw StoreError.storeReplacedElsewhere(path: db.path) }
+    }
+
     /// The end of every commit's transaction (a save's or a batch request's): bumps the store's
     /// generation with a fresh nonce and stamps the touched entities with both, so that no
     /// section cache written before it can pass for current. Call under the lock, inside the
     /// transaction, after the rows are written.
     func stampCommit(_ db: Connection, touching touched: Set<String>, origin: String?, history: HistoryLog.Record) throws -> (Int64, Data) {
+        // Still the store this coordinator knows? Another process may have replaced it (another
+        // UUID) or restored an older copy (a lower generation, or the generation this coordinator
+        // knows reached by other commits: another nonce there) before the follower noticed: then
+        // nothing is written over a row that only shares a key.
+        try checkLineage(db)
         let nonce = StoreCoordinator.randomNonce()
         let bump = try db.cachedStatement(
-            "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation, store_uuid")
+            "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation")
         try bump.bind(nonce, at: 1)
         guard try bump.step() else { throw StoreError.notAStrataStore(path: db.path) }
         let generation = bump.int64(at: 0)
-        let storeUUID = bump.string(at: 1)
         while try bump.step() {}
-        // Still the store this coordinator knows? Another process may have replaced it (another
-        // UUID) or restored an older copy (a generation below what this coordinator has seen)
-        // before the follower noticed: then no row is written over one that only shares a key.
-        let known = followState.withLock { $0.generation }
-        if storeUUID != uuid.uuidString || generation <= known {
-            throw StoreError.storeReplacedElsewhere(path: db.path)
-        }
         ownNonces.withLock { $0[generation] = nonce }
         KillPoint.hit("generation.bumped", in: origin)
         for entity in touched.sorted() {

@@ -456,12 +456,16 @@ extension StoreCoordinator {
             state.generation = metadata.generation
             state.entityGenerations = metadata.entityGenerations
             state.nonce = metadata.nonce
-            state.statistics.generation = metadata.generation
-            state.statistics.replacements += 1
         }
         scheduleCacheRefreshes(touching: Set(metadata.entityGenerations.keys))
         for context in allContexts() {
             context.enqueue { context.storeWasReplaced() }
+        }
+        // Counted once the contexts have it queued: a caller that sees it and waits for their
+        // queues sees them reloaded.
+        followState.withLock { state in
+            state.statistics.generation = metadata.generation
+            state.statistics.replacements += 1
         }
     }
 
@@ -471,14 +475,12 @@ extension StoreCoordinator {
         let error = StoreError.modelMismatch(path: url?.path ?? ":memory:", storeVersion: metadata.modelVersion, storeHash: metadata.modelHash,
                                              modelVersion: model.versionIdentifier, modelHash: model.versionHash)
         identityProblem.withLock { $0 = error }
-        followState.withLock { state in
-            state.stopped = true
-            state.statistics.modelChangedElsewhere = true
-        }
+        followState.withLock { $0.stopped = true }
         follower?.stop()
         for context in allContexts() {
             context.enqueue { context.storeWasReplaced() }
         }
+        followState.withLock { $0.statistics.modelChangedElsewhere = true }
     }
 
     /// Runs `body` on the follower's own reader (under `followLock`): its reads stay out of the

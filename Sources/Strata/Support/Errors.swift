@@ -31,7 +31,9 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
     /// Another connection replaced the store under this coordinator (another UUID) or restored
     /// an older copy of it, before this coordinator's follower noticed: the commit wrote nothing
     /// (a pending edit is never saved over a row that only shares its key). The contexts drop
-    /// their objects once the follower notices (``ReloadReason/storeReplaced``).
+    /// their objects once the coordinator catches up — its follower, or
+    /// ``StoreCoordinator/processExternalChanges()`` when it does not follow
+    /// (``ReloadReason/storeReplaced``); commits work again from then on.
     case storeReplacedElsewhere(path: String)
     /// The store can be read but not written: it was opened with ``StoreOptions/readOnly`` (and
     /// a save, a batch request, a migration or a replacement was asked of it), or it lies where
@@ -71,7 +73,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
         case .sqlite(let error): error.description
         case .closed(let path): "the store \(path) was closed: open a new coordinator to read it"
         case .storeReplacedElsewhere(let path):
-            "the store \(path) was replaced or restored by another connection: nothing was written; the contexts drop their objects, fetch again"
+            "the store \(path) was replaced or restored by another connection: nothing was written; once this coordinator has caught up (its follower, or processExternalChanges()) the contexts drop their objects: fetch again"
         case let .readOnly(path, reason): "store \(path) is read-only here: \(reason). Nothing was written."
         case let .busy(path, timeout):
             "store \(path) is locked by another connection (another coordinator or process) for longer than the busy timeout "
