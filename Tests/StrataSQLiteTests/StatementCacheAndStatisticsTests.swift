@@ -71,13 +71,15 @@ import Testing
         let file = try Connection(path: directory.path(), configuration: .with { $0.cacheSizeKiB = 1024 })
         var expected = StatementStatistics()
         // A new file: page_count (0) says so, application_id marks it checksummed before the
-        // journal mode writes its first page.
+        // journal mode writes its first page; journal_size_limit bounds the -wal (issue 46).
         expected.prepared = ["PRAGMA page_count": 1, "PRAGMA application_id = 1398035011": 1,
-                             "PRAGMA journal_mode=WAL": 1, "PRAGMA synchronous=NORMAL": 1, "PRAGMA cache_size=-1024": 1]
+                             "PRAGMA journal_mode=WAL": 1, "PRAGMA synchronous=NORMAL": 1, "PRAGMA cache_size=-1024": 1,
+                             "PRAGMA journal_size_limit=16777216": 1]
         expected.executed = expected.prepared
-        // page_count and journal_mode answer with a row (0, "wal").
+        // page_count, journal_mode and journal_size_limit answer with a row (0, "wal", the limit).
         expected.rowsRead = ["PRAGMA page_count": 1, "PRAGMA application_id = 1398035011": 0,
-                             "PRAGMA journal_mode=WAL": 1, "PRAGMA synchronous=NORMAL": 0, "PRAGMA cache_size=-1024": 0]
+                             "PRAGMA journal_mode=WAL": 1, "PRAGMA synchronous=NORMAL": 0, "PRAGMA cache_size=-1024": 0,
+                             "PRAGMA journal_size_limit=16777216": 1]
         #expect(file.statistics == expected)
 
         let memory = try Connection.inMemory(configuration: .with { $0.synchronous = .full })

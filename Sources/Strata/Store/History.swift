@@ -98,10 +98,25 @@ public struct HistoryChange: Sendable, Equatable {
     /// (`@Attribute(.preserveValueOnDeletion)`).
     public let preservedValues: [String: AttributeValue?]
 
+    /// The row's values as the read that returned this change saw them (all its attributes and
+    /// to-ones), for an insert or an update read with `includingRowValues`; `nil` otherwise, and
+    /// for a row a later transaction deleted. Read in the same read transaction as the history,
+    /// so one page gives a consistent state: each row as of the page's last transaction or later
+    /// (never older than its change).
+    public internal(set) var row: HistoryRow? = nil
+
     /// Every key the change names, sorted.
     public var changedKeys: [String] {
         Set(attributes.keys).union(toOnes.keys).union(addedMembers.keys).union(removedMembers.keys).sorted()
     }
+}
+
+/// A row's values, read with its history (``HistoryChange/row``).
+public struct HistoryRow: Sendable, Equatable {
+    /// Every attribute, by name (`nil`: no value).
+    public let attributes: [String: AttributeValue?]
+    /// Every to-one relationship, by name: the object it names, or `nil`.
+    public let toOnes: [String: ObjectID?]
 }
 
 /// Errors of the history API.

@@ -100,9 +100,16 @@ enum HistoryLog {
     }
 
     /// Writes `record` as transaction `token`, inside the caller's transaction.
-    static func write(_ db: Connection, token: Int64, nonce: Data, record: Record, writer: Data, origin: String?) throws {
-        try db.cachedStatement("INSERT INTO strata_history (token, time, kind, author, context, process, pid, writer, nonce) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-            .execute(.integer(token), .real(Date().timeIntervalSince1970), .text(record.kind.rawValue),
+    /// A record's time is the clock's, but never before the newest record's: a clock that goes
+    /// back (a board that boots at 1970, a wrong date set by hand) writes records no older than
+    /// those before them, so that once it is right again, age pruning does not take the records
+    /// it wrote meanwhile for decades old. `now`: the clock (a test's, else the system's).
+    static func write(_ db: Connection, token: Int64, nonce: Data, record: Record, writer: Data, origin: String?,
+                      now: Double = Date().timeIntervalSince1970) throws {
+        try db.cachedStatement(
+            "INSERT INTO strata_history (token, time, kind, author, context, process, pid, writer, nonce) "
+                + "VALUES (?1, max(?2, coalesce((SELECT time FROM strata_history ORDER BY token DESC LIMIT 1), ?2)), ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
+            .execute(.integer(token), .real(now), .text(record.kind.rawValue),
                      record.author.map(SQLiteValue.text) ?? .null, record.context.map(SQLiteValue.text) ?? .null,
                      .text(processName), .integer(Int64(processID)), .blob(writer), .blob(nonce))
         KillPoint.hit("history.transaction.written", in: origin)

@@ -23,9 +23,6 @@ extension StoreCoordinator {
         let outcome: CommitOutcome = try withConnection { db in
             let outcome = try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: origin)
-                // Before any row is compared: a store replaced or restored under this coordinator
-                // is refused as such, not read as conflicts on rows that only share keys.
-                try checkLineage(db)
                 var resolutions: [ObjectID: Resolution] = [:]
                 var conflicts: [MergeConflict] = []
                 // Whether any row changed: a save whose every change resolved to their version
@@ -152,7 +149,12 @@ extension StoreCoordinator {
                 let ourDeletes = changes.deleted.filter { resolutions[ObjectID(entity: $0.0.internedName, primaryKey: $0.1)] == nil }
                 let references = try DeletedRowReferences.resolve(db, schema: model.schema, deleted: ourDeletes.map { ($0.0, $0.1) })
                 conflicts += references.conflicts
-                if !conflicts.isEmpty { throw MergeConflictError(conflicts: conflicts) }
+                if !conflicts.isEmpty {
+                    // Conflicts on rows of a store replaced or restored under this coordinator are
+                    // no conflicts: the store is another one (one row read, on this path only).
+                    try checkLineage(db)
+                    throw MergeConflictError(conflicts: conflicts)
+                }
                 if !references.nullified.isEmpty { wrote = true }
                 // Membership is not part of a row, so a row conflict does not drop it, unless one
                 // side's row was deleted by someone else.
@@ -234,12 +236,25 @@ extension StoreCoordinator {
         // UUID) or restored an older copy (a lower generation, or the generation this coordinator
         // knows reached by other commits: another nonce there) before the follower noticed: then
         // nothing is written over a row that only shares a key.
-        try checkLineage(db)
+        // The bump only applies to the lineage this coordinator knows: the same UUID, and either
+        // the generation it knows with its nonce, or a later one whose history still records that
+        // nonce at the known generation (or records nothing there: pruned, history off). No
+        // statement beyond the bump; a bump that matches no row is diagnosed.
+        let known = followState.withLock { ($0.generation, $0.nonce) }
         let nonce = StoreCoordinator.randomNonce()
         let bump = try db.cachedStatement(
-            "UPDATE strata_meta SET generation = generation + 1, nonce = ? WHERE id = 1 RETURNING generation")
+            "UPDATE strata_meta SET generation = generation + 1, nonce = ?1 WHERE id = 1 AND store_uuid = ?2 AND "
+                + "(generation = ?3 AND nonce = ?4 OR generation > ?3 AND coalesce((SELECT nonce FROM strata_history WHERE token = ?3), ?4) = ?4) "
+                + "RETURNING generation")
         try bump.bind(nonce, at: 1)
-        guard try bump.step() else { throw StoreError.notAStrataStore(path: db.path) }
+        try bump.bind(uuid.uuidString, at: 2)
+        try bump.bind(known.1.isEmpty ? -1 : known.0, at: 3)
+        try bump.bind(known.1, at: 4)
+        guard try bump.step() else {
+            bump.reset()
+            try checkLineage(db)
+            throw StoreError.notAStrataStore(path: db.path)
+        }
         let generation = bump.int64(at: 0)
         while try bump.step() {}
         ownNonces.withLock { $0[generation] = nonce }
@@ -251,7 +266,8 @@ extension StoreCoordinator {
         KillPoint.hit("entities.stamped", in: origin)
         // The history, in the same transaction: it lists a commit exactly when the commit happened.
         if historyOptions.isEnabled {
-            try HistoryLog.write(db, token: generation, nonce: nonce, record: history, writer: writerID, origin: origin)
+            try HistoryLog.write(db, token: generation, nonce: nonce, record: history, writer: writerID, origin: origin,
+                                 now: historyClock.withLock { $0 } ?? Date().timeIntervalSince1970)
             commitsSincePrune += 1
             if commitsSincePrune >= 64 {
                 commitsSincePrune = 0

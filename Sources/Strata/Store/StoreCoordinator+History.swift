@@ -151,7 +151,11 @@ extension StoreCoordinator {
     /// - Throws: ``HistoryError/expired(token:oldestKept:)``, ``HistoryError/tokenAheadOfStore(token:storeGeneration:)``,
     ///   ``HistoryError/tokenOfAnotherStore(token:store:)``, ``HistoryError/undecodableRecord(token:reason:)``,
     ///   ``StoreError``.
-    public func history(after token: HistoryToken? = nil, author: String? = nil, limit: Int? = nil) throws -> [HistoryTransaction] {
+    /// `includingRowValues`: each insert's and update's ``HistoryChange/row`` holds the row's values,
+    /// read in the same read transaction (what a sync client pushes, with no second read at
+    /// another snapshot).
+    public func history(after token: HistoryToken? = nil, author: String? = nil, limit: Int? = nil,
+                        includingRowValues: Bool = false) throws -> [HistoryTransaction] {
         precondition(limit.map { $0 > 0 } ?? true, "history(after:author:limit:): limit must be at least 1, or nil for no limit")
         let store = storeUUID
         if let token, token.store != store { throw HistoryError.tokenOfAnotherStore(token: token, store: store) }
@@ -178,9 +182,48 @@ extension StoreCoordinator {
                 let through = try StoreCoordinator.contiguousEnd(db, after: token?.generation, store: store, storeGeneration: generation,
                                                                  limit: limit)
                 guard let through else { return [] }
-                return try StoreCoordinator.readHistory(db, after: token?.generation ?? 0, through: through, author: author,
-                                                         store: store, schema: model.schema)
+                let transactions = try StoreCoordinator.readHistory(db, after: token?.generation ?? 0, through: through, author: author,
+                                                                     store: store, schema: model.schema)
+                return includingRowValues ? try StoreCoordinator.withRowValues(transactions, db, schema: model.schema) : transactions
             }
+        }
+    }
+
+    /// `transactions` with each inserted and updated row's values read through `db` (one
+    /// statement per entity, in the caller's read transaction).
+    static func withRowValues(_ transactions: [HistoryTransaction], _ db: Connection, schema: Schema) throws -> [HistoryTransaction] {
+        var keys: [String: Set<Int64>] = [:]
+        for transaction in transactions {
+            for change in transaction.changes where change.kind != .delete {
+                keys[change.objectID.entityName, default: []].insert(change.objectID.primaryKey)
+            }
+        }
+        var rows: [ObjectID: HistoryRow] = [:]
+        for (entity, wanted) in keys {
+            guard let info = schema.infos[entity] else { continue }
+            let statement = try db.cachedStatement(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
+            try statement.bind(StoreCoordinator.jsonKeys(Array(wanted)), at: 1)
+            defer { statement.reset() }
+            while try statement.step() {
+                let key = statement.int64(at: 0)
+                let row = RowSnapshot(statement: statement, info: info)
+                var attributes: [String: AttributeValue?] = [:]
+                for (index, attribute) in info.attributes.enumerated() { attributes[attribute.name] = .some(row.attributes[index]) }
+                var toOnes: [String: ObjectID?] = [:]
+                for (index, relationship) in info.toOnes.enumerated() {
+                    toOnes[relationship.name] = .some(row.toOnes[index].map { ObjectID(entity: info.toOneDestinationNames[index], primaryKey: $0) })
+                }
+                rows[ObjectID(entity: info.internedName, primaryKey: key)] = HistoryRow(attributes: attributes, toOnes: toOnes)
+            }
+        }
+        return transactions.map { transaction in
+            HistoryTransaction(token: transaction.token, date: transaction.date, kind: transaction.kind, author: transaction.author,
+                               contextName: transaction.contextName, processName: transaction.processName, processID: transaction.processID,
+                               changes: transaction.changes.map { change in
+                                   var change = change
+                                   if change.kind != .delete { change.row = rows[change.objectID] }
+                                   return change
+                               })
         }
     }
 

@@ -35,6 +35,8 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// The nonce each of this coordinator's commits wrote, by generation, until the follower's
     /// bookkeeping takes it (``noteOwnCommit(generation:touched:)``).
     let ownNonces = Locked<[Int64: Data]>([:])
+    /// A test's clock for the history's records (seconds since 1970); `nil`: the system's.
+    let historyClock = Locked<Double?>(nil)
     /// Set when another process migrated the store to another model: every read and write throws it.
     let identityProblem = Locked<StoreError?>(nil)
 
