@@ -29,6 +29,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public let coordinator: StoreCoordinator
     /// The context this one saves into; `nil` for a root context, which saves to the store.
     public let parent: ManagedObjectContext?
+    /// The root of this context's tree (itself for a root).
+    var root: ManagedObjectContext { parent?.root ?? self }
     /// A name for logs and debugging.
     public let name: String?
 

@@ -479,9 +479,20 @@ extension StoreCoordinator {
         }
         let touched = found.transactions.reduce(into: Set<String>()) { $0.formUnion($1.1) }
         scheduleCacheRefreshes(touching: touched)
+        // Who hears: exactly who hears the same commit made in this process. A save reaches the
+        // roots that merge others' saves (automaticallyMergesChangesFromParent) and, through
+        // them, their merging children; a batch request reaches every context. So the rows go to
+        // the merging roots, and the contexts outside their reach hear of the batch requests
+        // only, as of a batch request here (see "Who hears a commit" in HistoryAndOtherProcesses).
+        let merging = rootContexts().filter(\.automaticallyMergesChangesFromParent)
         if !found.rows.isEmpty {
-            for context in rootContexts() {
+            for context in merging {
                 context.enqueue { context.merge(found.rows, generation: found.generation) }
+            }
+        }
+        if !found.batchEntities.isEmpty {
+            for context in allContexts() where !merging.contains(where: { $0 === context.root }) {
+                context.enqueue { context.storeChangedElsewhere(found.batchEntities) }
             }
         }
         if !found.rerun.isEmpty { tellContexts(changed: found.rerun) }
@@ -670,6 +681,9 @@ struct ExternalCommits {
     /// Per other connection's transaction: token, entities, keys by entity.
     var transactions: [(Int64, Set<String>, [String: [Int64]])] = []
     var rows = RowChanges()
+    /// Entities other connections' batch requests changed (contexts that hear no merge are told
+    /// of these, as of a batch request made here).
+    var batchEntities: Set<String> = []
     /// Entities whose to-many members can't be told from the history (a batch update of a
     /// to-one): contexts read them again.
     var rerun: Set<String> = []
@@ -685,6 +699,7 @@ struct ExternalCommits {
         try heads.bind(generation, at: 2)
         var expected = last + 1
         var theirs = Set<Int64>()
+        var batchTokens = Set<Int64>()
         var ordered: [Int64] = []
         var contiguous = true
         defer { heads.reset() }
@@ -698,6 +713,7 @@ struct ExternalCommits {
             if heads.data(at: 1) != writer {
                 theirs.insert(token)
                 ordered.append(token)
+                if kind != .save { batchTokens.insert(token) }
             }
         }
         guard contiguous, expected == generation + 1 else { return }
@@ -724,6 +740,7 @@ struct ExternalCommits {
                 throw HistoryError.undecodableRecord(token: token, reason: failure.reason)
             }
             perTransaction[token, default: ([], [:])].0.insert(entry.info.name)
+            if batchTokens.contains(token) { batchEntities.insert(entry.info.name) }
             perTransaction[token, default: ([], [:])].1[entry.info.name, default: []] += entry.keys
             let ids = entry.keys.map { ObjectID(entity: entry.info.internedName, primaryKey: $0) }
             switch entry.op {
