@@ -107,7 +107,7 @@ let package = Package(
         // The writing child of the two-process external-changes test (ExternalChangesProcessTests).
         .executableTarget(
             name: "StrataHistoryWriter",
-            dependencies: ["Strata", "StrataTestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Strata", "StrataSQLite", "StrataTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .testTarget(

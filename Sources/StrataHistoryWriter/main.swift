@@ -20,6 +20,7 @@ import Foundation
 import Logging
 @_spi(Testing) import Strata
 import StrataTestSupport
+import StrataSQLite
 
 KillPoint.armFromEnvironment()
 
@@ -194,6 +195,22 @@ do {
     while done < count, let line = readLine() {
         // "go": one commit; "burst N": N commits back to back, as fast as they go (the parent
         // does not wait for delivery between them).
+        // "copy PATH": a copy of the store as it is now (SQLite's backup API, as `sqlite3 .backup`);
+        // "restore PATH": that copy restored over the store (as `sqlite3 .restore`: the same UUID,
+        // an older generation), after which this process's own coordinator catches up with the
+        // store it now is (its commits are refused until then).
+        if line.hasPrefix("copy ") || line.hasPrefix("restore ") {
+            let path = String(line.drop { $0 != " " }.dropFirst())
+            let copying = line.hasPrefix("copy ")
+            let source = try StrataSQLite.Connection(path: copying ? store : path)
+            let target = try StrataSQLite.Connection(path: copying ? path : store)
+            try target.restore(from: source)
+            source.close()
+            target.close()
+            if !copying { try coordinator.processExternalChanges() }
+            emit("\(copying ? "copied" : "restored") \(try coordinator.currentHistoryToken().generation)")
+            continue
+        }
         let commits: Int
         if line == "go" {
             commits = 1

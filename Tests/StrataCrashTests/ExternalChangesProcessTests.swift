@@ -59,6 +59,91 @@ struct ExternalChangesProcessTests {
         try run(burst: true)
     }
 
+    /// Issue 46: a store copied at generation G (by the writer process, with SQLite's backup API),
+    /// committed to up to G+50, the copy restored over it (the same UUID, generation G again),
+    /// then 80 different commits. The follower must see the restore as a replacement (the
+    /// controllers reload) and after every commit, before and after it, each controller equals a
+    /// fresh fetch. Prints `external-changes-restore: commits=N replacements=N mismatches=0`.
+    @Test func controllersFollowAStoreRestoredFromAnOlderCopy() throws {
+        let clock = ContinuousClock()
+        let directory = TemporaryDirectory("strata-external-restore")
+        let url = directory.file("books.sqlite")
+        let container = try PersistentContainer(model: TestModels.bookshelf(), url: url)
+        defer { container.coordinator.close() }
+        var readOnly = StoreOptions()
+        readOnly.readOnly = true
+        let main = container.mainContext
+        let flatRequest = try Self.flatRequest()
+        let recorders = (Recorder(), Recorder())
+        let (sectioned, flat) = try main.performAndWait {
+            let sectioned = FetchedResultsController(fetchRequest: Self.sectionedRequest(), managedObjectContext: main,
+                                                     sectionNameKeyPath: "shelf.label")
+            let flat = FetchedResultsController(fetchRequest: flatRequest, managedObjectContext: main)
+            try sectioned.performFetch()
+            try flat.performFetch()
+            sectioned.delegate = recorders.0
+            flat.delegate = recorders.1
+            return (sectioned, flat)
+        }
+        let child = try WriterChild(store: url, seed: Self.baseSeed &+ 4242, killPoint: nil, stderr: directory.file("writer.stderr"))
+        defer { child.kill(); _ = child.reap() }
+        guard let open = child.nextLine(timeout: .seconds(60)), open.hasPrefix("open ") else {
+            Issue.record("the writer did not open the store: \(child.reap())")
+            return
+        }
+        var commits = 0, mismatches = 0, notes: [String] = []
+        /// Waits until `caught` holds for the follower's statistics, then compares both controllers
+        /// with a fresh fetch (on a new read-only coordinator: a restored store is another store).
+        func check(_ label: String, _ caught: (ExternalChangeStatistics) -> Bool) throws {
+            let deadline = clock.now + Self.bound
+            while !caught(container.coordinator.externalChangeStatistics), clock.now < deadline { usleep(200) }
+            container.waitForPendingMerges()
+            let checker = try StoreCoordinator(model: TestModels.bookshelf(), url: url, options: readOnly)
+            defer { checker.close() }
+            let expected = try Self.freshLayouts(checker)
+            var current = main.performAndWait { (Layout(sectioned.snapshot), Layout(flat.snapshot).flattened) }
+            while current != expected, clock.now < deadline {
+                usleep(1000)
+                container.waitForPendingMerges()
+                current = main.performAndWait { (Layout(sectioned.snapshot), Layout(flat.snapshot).flattened) }
+            }
+            if current != expected {
+                mismatches += 1
+                if notes.count < 10 { notes.append("\(label): the controllers show \(current), a fresh fetch \(expected)") }
+            }
+        }
+        func commit(_ label: String) throws {
+            child.send("go")
+            guard let line = child.nextLine(timeout: .seconds(60)), line.hasPrefix("committed "),
+                  let generation = Int64(line.split(separator: " ")[1]) else {
+                Issue.record("\(label): the writer did not commit: \(child.reap())")
+                throw CancellationError()
+            }
+            commits += 1
+            try check(label) { $0.generation >= generation }
+        }
+        for i in 0..<10 { try commit("before the copy, commit \(i)") }
+        let copy = directory.file("copy.sqlite")
+        child.send("copy \(copy.path)")
+        guard let copied = child.nextLine(timeout: .seconds(60)), copied.hasPrefix("copied ") else {
+            Issue.record("the writer did not copy the store: \(child.reap())")
+            return
+        }
+        for i in 0..<50 { try commit("after the copy, commit \(i)") }
+        let replacements = container.coordinator.externalChangeStatistics.replacements
+        child.send("restore \(copy.path)")
+        guard let restored = child.nextLine(timeout: .seconds(60)), restored.hasPrefix("restored ") else {
+            Issue.record("the writer did not restore the copy: \(child.reap())")
+            return
+        }
+        try check("after the restore") { $0.replacements > replacements }
+        for i in 0..<80 { try commit("after the restore, commit \(i)") }
+        let seen = container.coordinator.externalChangeStatistics.replacements - replacements
+        print("external-changes-restore: commits=\(commits) replacements=\(seen) mismatches=\(mismatches)")
+        for note in notes { print("external-changes-restore problem: \(note)") }
+        #expect(mismatches == 0 && seen == 1, "\(notes.prefix(3).joined(separator: "\n"))")
+    }
+
     func run(burst: Bool) throws {
         let name = burst ? "external-changes-burst" : "external-changes"
         let clock = ContinuousClock()
