@@ -287,14 +287,16 @@ public final class Connection {
     }
 
     /// When the `-wal` is larger than `bytes` (a large commit, or readers that kept the log from
-    /// restarting), checkpoints it whole and truncates it to zero bytes, if that can be done
-    /// without waiting: a reader still on an older snapshot makes it a passive checkpoint, and
-    /// the next call tries again. Returns whether the file was truncated.
+    /// restarting: every reader on a snapshot that uses the log stops a writer from starting it
+    /// again, and followers read after every commit), checkpoints it whole and truncates it to zero
+    /// bytes. It waits up to `wait` for the readers under way to finish (readers that start
+    /// meanwhile read the database file, the log being all copied back); if they do not, it is a
+    /// passive checkpoint, and the next call tries again. Returns whether the file was truncated.
     @discardableResult
-    public func truncateWAL(ifLargerThan bytes: Int64) -> Bool {
+    public func truncateWAL(ifLargerThan bytes: Int64, wait: Duration = .milliseconds(100)) -> Bool {
         guard path != ":memory:", !configuration.readOnly, !isInTransaction, walFileSize > bytes else { return false }
         let handle = liveHandle
-        sqlite3_busy_timeout(handle, 0)
+        sqlite3_busy_timeout(handle, Int32(clamping: wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000))
         defer {
             let milliseconds = configuration.busyTimeout.components.seconds * 1000
                 + configuration.busyTimeout.components.attoseconds / 1_000_000_000_000_000
