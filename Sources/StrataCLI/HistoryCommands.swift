@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import Strata
 
-/// `strata history STORE [--since TOKEN] [--author A] [--json]`: ``StoreCoordinator/history(after:author:)``.
+/// `strata history STORE [--since TOKEN] [--author A] [--json]`: ``StoreCoordinator/history(after:author:limit:includingRowValues:)``.
 struct HistoryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "history",

@@ -92,7 +92,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// The author the store's history records for this context's commits (Core Data's
     /// `transactionAuthor`; settable from any thread): ``HistoryTransaction/author``, and what
-    /// ``StoreCoordinator/history(after:author:)`` filters on. ``saveToStore()`` records the
+    /// ``StoreCoordinator/history(after:author:limit:includingRowValues:)`` filters on. ``saveToStore()`` records the
     /// author of the context it is called on, else of the nearest ancestor that has one; a
     /// child's plain ``save()`` records nothing itself (its changes are recorded by the save
     /// that commits them, with that save's author).

@@ -4,7 +4,7 @@ public import Foundation
 /// any connection, makes the next one), and the store it belongs to.
 ///
 /// Keep the last token you read (it is `Codable`) and ask for what came after it with
-/// ``StoreCoordinator/history(after:author:)``. Tokens of one store compare by generation; a token
+/// ``StoreCoordinator/history(after:author:limit:includingRowValues:)``. Tokens of one store compare by generation; a token
 /// of another store (or of this store before ``StoreCoordinator/replaceStore(withContentsOf:)``)
 /// is refused with ``HistoryError/tokenOfAnotherStore(token:store:)``.
 ///
