@@ -73,18 +73,8 @@ struct ExternalChangesProcessTests {
         var readOnly = StoreOptions()
         readOnly.readOnly = true
         let main = container.mainContext
-        let flatRequest = try Self.flatRequest()
         let recorders = (Recorder(), Recorder())
-        let (sectioned, flat) = try main.performAndWait {
-            let sectioned = FetchedResultsController(fetchRequest: Self.sectionedRequest(), managedObjectContext: main,
-                                                     sectionNameKeyPath: "shelf.label")
-            let flat = FetchedResultsController(fetchRequest: flatRequest, managedObjectContext: main)
-            try sectioned.performFetch()
-            try flat.performFetch()
-            sectioned.delegate = recorders.0
-            flat.delegate = recorders.1
-            return (sectioned, flat)
-        }
+        let (sectioned, flat) = try Self.controllers(on: main, recorders: recorders)
         let child = try WriterChild(store: url, seed: Self.baseSeed &+ 4242, killPoint: nil, stderr: directory.file("writer.stderr"))
         defer { child.kill(); _ = child.reap() }
         guard let open = child.nextLine(timeout: .seconds(60)), open.hasPrefix("open ") else {
@@ -161,17 +151,7 @@ struct ExternalChangesProcessTests {
 
         let main = container.mainContext
         let sectionedRecorder = Recorder(), flatRecorder = Recorder()
-        let flatRequest = try Self.flatRequest()
-        let (sectioned, flat) = try main.performAndWait {
-            let sectioned = FetchedResultsController(fetchRequest: Self.sectionedRequest(), managedObjectContext: main,
-                                                     sectionNameKeyPath: "shelf.label")
-            let flat = FetchedResultsController(fetchRequest: flatRequest, managedObjectContext: main)
-            try sectioned.performFetch()
-            try flat.performFetch()
-            sectioned.delegate = sectionedRecorder
-            flat.delegate = flatRecorder
-            return (sectioned, flat)
-        }
+        let (sectioned, flat) = try Self.controllers(on: main, recorders: (sectionedRecorder, flatRecorder))
         var tally = Tally()
         var checked = main.performAndWait { (Recorder.materialized(sectioned.snapshot), Recorder.materialized(flat.snapshot)) }
         var lastGeneration = try container.coordinator.currentHistoryToken().generation
@@ -384,6 +364,22 @@ struct ExternalChangesProcessTests {
         for note in tally.notes { print("\(name) problem: \(note)") }
         #expect(tally.mismatches == 0 && tally.missed == 0 && tally.commits >= Self.minimumCommits && tally.kills >= Self.minimumKills,
                 "\(tally.notes.prefix(5).joined(separator: "\n"))")
+    }
+
+    /// The sectioned and the flat controller on `main`, fetched, their delegates set.
+    static func controllers(on main: ManagedObjectContext, recorders: (Recorder, Recorder)) throws
+        -> (FetchedResultsController<ManagedObject>, FetchedResultsController<ManagedObject>) {
+        let flatRequest = try Self.flatRequest()
+        return try main.performAndWait {
+            let sectioned = FetchedResultsController(fetchRequest: Self.sectionedRequest(), managedObjectContext: main,
+                                                     sectionNameKeyPath: "shelf.label")
+            let flat = FetchedResultsController(fetchRequest: flatRequest, managedObjectContext: main)
+            try sectioned.performFetch()
+            try flat.performFetch()
+            sectioned.delegate = recorders.0
+            flat.delegate = recorders.1
+            return (sectioned, flat)
+        }
     }
 
     static func milliseconds(_ duration: Duration) -> Double {

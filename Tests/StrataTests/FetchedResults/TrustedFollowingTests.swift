@@ -90,6 +90,20 @@ import StrataSQLite
         }
     }
 
+    /// Holds `context`'s queue (a block waits on it) until the returned semaphore is signalled:
+    /// what it is handed meanwhile queues up behind.
+    static func hold(_ context: ManagedObjectContext) -> DispatchSemaphore {
+        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            context.performAndWait {
+                held.signal()
+                release.wait()
+            }
+        }
+        held.wait()
+        return release
+    }
+
     /// The list [10, 20, 30, 40]; another connection inserts 15, then (before main merged the
     /// insert) sets 30 to 5. Main's merge of the insert reads its neighbours from the store, where
     /// 30 is already 5: compared with that, 15 went after it (between 30 and 40) and stayed there
@@ -99,14 +113,7 @@ import StrataSQLite
         let main = fixture.container.mainContext
         let start = main.performAndWait { fixture.controller.snapshot }
         // Main's queue is held: the merge of the first commit waits behind it while the second lands.
-        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            main.performAndWait {
-                held.signal()
-                release.wait()
-            }
-        }
-        held.wait()
+        let release = Self.hold(main)
         let first = try fixture.commit { context in
             let n = try context.insert("Number")
             try n.setValue(Int64(15), forKey: "value")
@@ -175,14 +182,7 @@ import StrataSQLite
     @Test func closingWithMergesQueuedIsClean() throws {
         let fixture = try Fixture()
         let main = fixture.container.mainContext
-        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            main.performAndWait {
-                held.signal()
-                release.wait()
-            }
-        }
-        held.wait()
+        let release = Self.hold(main)
         var last: Int64 = 0
         for value in 1...20 {
             last = try fixture.commit { context in
