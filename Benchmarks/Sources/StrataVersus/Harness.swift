@@ -30,7 +30,8 @@ struct Options {
 
         --filter history runs only the history rows (History.swift: one external change → the delegate
         of a controller over 1,000,000 items, followed vs re-run; the import with history on vs off;
-        history(after:) of 10,000 transactions).
+        history(after:) of 10,000 transactions, unpaged, in pages of 1,000 and with the rows' values;
+        the -wal's peak size with two followers during 10,000 commits, also --filter wal).
 
         Data: Benchmarks/data/*.csv (Benchmarks/fetch-data). Results: Benchmarks/results/<date>.md
         (a --quick run writes <date>-quick.md, a --filter run <date>-<filter>.md; an existing file

@@ -53,7 +53,7 @@ enum Profile {
         ("migrate", "Strata: StoreCoordinator(model: v2, migration: .lightweight()) on a copy of the store (opening included)"),
         ("raw-migrate", "raw C API: open a copy of the store, ALTER TABLE ADD COLUMN in a transaction"),
         ("prepare", "builds the Strata and raw stores at STRATA_PROFILE_STORE (unmeasured) and exits"),
-    ]
+    ] + HistoryWorkloads.profileModes
 
     static func run(_ mode: String, data: Dataset) throws {
         guard modes.contains(where: { $0.name == mode }) else {
@@ -76,6 +76,13 @@ enum Profile {
         let warmup = environment["STRATA_PROFILE_WARMUP"].flatMap(Int.init) ?? 0
         let isRaw = mode.hasPrefix("raw-")
         let cacheKiB = environment["STRATA_PROFILE_CACHE_KIB"].flatMap(Int.init)
+        // The history modes read a store of their own (History.swift), not the flights:
+        // STRATA_PROFILE_STORE names it (history-prepare builds it), else one is built here first.
+        if HistoryWorkloads.profileModes.contains(where: { $0.name == mode }) {
+            try HistoryWorkloads.profile(mode, store: kept ?? folder.appendingPathComponent("history.sqlite"), rounds: rounds, warmup: warmup)
+            say(peakLinePrefix + (peakResidentBytes().map(String.init) ?? "unknown"))
+            return
+        }
         // Touched before any region, so that its one-time initialisation is not counted.
         _ = StrataSide.perfGateSlowdown
 
