@@ -16,6 +16,8 @@ extension AnyFetchedResultsController {
         var runs: [(start: Int, value: SQLiteValue)] = []
         /// Content stamps (read from a context's memory), not version stamps (from the store).
         var content = false
+        /// Read from the store by ``fetchRows(_:)``, with the related values beside it.
+        var fromStore = false
 
         var count: Int { keys.count }
 
@@ -56,7 +58,21 @@ extension AnyFetchedResultsController {
             }
             return list
         }
-        return try context.coordinator.withReader { try fetchRows(plan, on: $0) }
+        // The rows and the related values their key paths read, from one snapshot (see
+        // ``storedRelatedValues(_:on:)``); ``loadRelatedValues(_:)`` takes the values after install.
+        // Only a controller that follows changes needs them (a fetch alone is one SELECT).
+        guard isTracking, !checkedDependencies().relatedEntities.isEmpty else {
+            var rows = try context.coordinator.withReader { try fetchRows(plan, on: $0) }
+            rows.fromStore = true
+            pendingRelatedValues = nil
+            return rows
+        }
+        var (rows, related) = try context.coordinator.withReader { db in
+            try db.transaction(.deferred) { (try fetchRows(plan, on: db), try storedRelatedValues(plan, on: db)) }
+        }
+        rows.fromStore = true
+        pendingRelatedValues = related
+        return rows
     }
 
     /// The request's rows from the store, through `db` (one statement).
@@ -142,6 +158,7 @@ extension AnyFetchedResultsController {
         self.locations = locations
         relatedValues = [:]
         relatedValuesLoaded = false
+        if !fetched.fromStore { pendingRelatedValues = nil }
         needsRerun = false
         servedCacheStamp = nil
         contentStamped = []

@@ -131,6 +131,9 @@ public class AnyFetchedResultsController {
     var relatedValues: [ObjectID: [SQLiteValue]] = [:]
     /// Whether `relatedValues` was loaded for the current layout (when tracking starts).
     var relatedValuesLoaded = false
+    /// Related values read in the same read transaction as the last rows fetched from the store,
+    /// taken by the next ``loadRelatedValues(_:)``.
+    var pendingRelatedValues: [ObjectID: [SQLiteValue]]?
     /// The work following changes has done so far. Read it on the context's queue.
     public internal(set) var trackingStatistics: FetchedResultsTracking {
         get {

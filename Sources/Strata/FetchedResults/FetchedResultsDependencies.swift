@@ -189,6 +189,39 @@ extension ManagedObjectContext {
 }
 
 extension AnyFetchedResultsController {
+    /// The values the key paths read on every object of each related entity small enough, as the
+    /// store holds them, read through `db` (the caller's read transaction, so that they describe
+    /// the same snapshot as the rows read beside them: values read later could be newer than the
+    /// list, and the change that brings them would then find nothing changed).
+    func storedRelatedValues(_ plan: FetchPlan, on db: Connection) throws -> [ObjectID: [SQLiteValue]] {
+        let context = managedObjectContext
+        let dependencies = checkedDependencies()
+        var result: [ObjectID: [SQLiteValue]] = [:]
+        for entity in dependencies.relatedEntities.sorted() {
+            guard let info = context.schema.infos[entity] else { continue }
+            let slots = dependencies.slots(of: entity)
+            guard !slots.isEmpty else { continue }
+            let columns = slots.map { slot -> String in
+                switch slot {
+                case .attribute(let index): quoted(info.columns[index])
+                case .toOne(let index): quoted(info.columns[info.attributes.count + index])
+                case .toMany: "NULL"
+                }
+            }
+            let size = try db.cachedStatement("SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)")
+            var largest: Int64 = 0
+            try size.forEachRow { largest = $0.int64(at: 0) }
+            guard largest <= AnyFetchedResultsController.relatedPrefillLimit else { continue }
+            let statement = try db.cachedStatement(
+                "SELECT \(quoted(primaryKeyColumn)), \(columns.joined(separator: ", ")) FROM \(info.table)")
+            try statement.forEachRow { row in
+                // Stored values are what `AttributeValue.storageValue` gives for these slots.
+                result[ObjectID(entityName: entity, primaryKey: row.int64(at: 0))] = (1...Int32(columns.count)).map { row.value(at: $0) }
+            }
+        }
+        return result
+    }
+
     /// Related entities up to this many rows have their read values loaded at fetch time, so
     /// that the first change to one of their objects is judged by its values, not assumed.
     static let relatedPrefillLimit: Int64 = 100_000
@@ -201,35 +234,12 @@ extension AnyFetchedResultsController {
         relatedValuesLoaded = true
         let context = managedObjectContext
         let dependencies = checkedDependencies()
+        let stored = try pendingRelatedValues ?? context.coordinator.withReader { db in try storedRelatedValues(plan, on: db) }
+        pendingRelatedValues = nil
+        for (id, values) in stored { relatedValues[id] = values }
         for entity in dependencies.relatedEntities.sorted() {
-            guard let info = context.schema.infos[entity] else { continue }
+            guard let info = context.schema.infos[entity], !dependencies.slots(of: entity).isEmpty else { continue }
             let slots = dependencies.slots(of: entity)
-            guard !slots.isEmpty else { continue }
-            let columns = slots.map { slot -> String in
-                switch slot {
-                case .attribute(let index): quoted(info.columns[index])
-                case .toOne(let index): quoted(info.columns[info.attributes.count + index])
-                case .toMany: "NULL"
-                }
-            }
-            let loaded: [(Int64, [SQLiteValue])]? = try context.coordinator.withReader { db in
-                let size = try db.cachedStatement("SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)")
-                var largest: Int64 = 0
-                try size.forEachRow { largest = $0.int64(at: 0) }
-                guard largest <= AnyFetchedResultsController.relatedPrefillLimit else { return nil }
-                let statement = try db.cachedStatement(
-                    "SELECT \(quoted(primaryKeyColumn)), \(columns.joined(separator: ", ")) FROM \(info.table)")
-                var rows: [(Int64, [SQLiteValue])] = []
-                try statement.forEachRow { row in
-                    rows.append((row.int64(at: 0), (1...Int32(columns.count)).map { row.value(at: $0) }))
-                }
-                return rows
-            }
-            guard let loaded else { continue }
-            for (key, values) in loaded {
-                // Stored values are what `AttributeValue.storageValue` gives for these slots.
-                relatedValues[ObjectID(entityName: entity, primaryKey: key)] = values
-            }
             for key in context.chainPendingKeys(entity) {
                 let id = ObjectID(entityName: entity, primaryKey: key)
                 relatedValues[id] = try VisibleSubject(context: context, info: info, key: key)?.values(slots) ?? []
