@@ -160,8 +160,8 @@ public enum HistoryError: Error, Equatable, CustomStringConvertible {
 ///
 /// The default keeps history and follows other connections, and prunes the history at commits: transactions older than 7 days, and all
 /// but the last 100,000, go (whichever keeps less). A reader whose token the pruning passed gets
-/// the transactions still there; a coordinator following other processes then reads the store
-/// again once (see <doc:HistoryAndOtherProcesses>).
+/// ``HistoryError/expired(token:oldestKept:)`` from ``StoreCoordinator/history(after:author:limit:includingRowValues:)``;
+/// a coordinator following other processes reads the store again once (see <doc:HistoryAndOtherProcesses>).
 public struct HistoryOptions: Sendable, Equatable {
     /// Off: this coordinator's commits write no history (a bit faster; other processes following
     /// the store then read it again after each of them).

@@ -51,8 +51,14 @@ enum HistoryLog {
     /// The lineage (the commit's nonce) the history records at `token`; `nil` when no record is
     /// there (pruned, history off) or it predates the column.
     static func lineage(_ db: Connection, at token: Int64) throws -> Data? {
-        // A read-only opening of a 0.3.0 store: the column is not there (added at a writable opening).
-        guard let select = try? db.cachedStatement("SELECT nonce FROM strata_history WHERE token = ?") else { return nil }
+        let select: Statement
+        do {
+            select = try db.cachedStatement("SELECT nonce FROM strata_history WHERE token = ?")
+        } catch let error as SQLiteError where error.message.contains("no such column") {
+            // A read-only opening of a 0.3.0 store: the column is not there (it is added at a
+            // writable opening), so no record names a lineage. Any other failure is thrown.
+            return nil
+        }
         try select.bind(token, at: 1)
         defer { select.reset() }
         guard try select.step(), !select.isNull(at: 0) else { return nil }

@@ -141,6 +141,8 @@ final class EntityInfo: Sendable {
     let forceDeleteSQL: String
     /// Primary key, the columns in row order, then the version.
     let selectSQL: String
+    /// `selectSQL` for the rows whose keys are bound as one JSON array (`json_each`).
+    var selectByKeysSQL: String { selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))" }
     /// Each attribute's type, in slot order (read on every `setValue`: no `Attribute` copy).
     let attributeTypes: [AttributeType]
     /// Where a row of this entity keeps each value (see ``RowStorage``).

@@ -322,7 +322,7 @@ extension StoreCoordinator {
                 if keepsValues {
                     // The kept attributes' last values, one record per row.
                     var rows: [(Int64, RowSnapshot)] = []
-                    let select = try db.prepare(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?)) ORDER BY 1")
+                    let select = try db.prepare(info.selectByKeysSQL + " ORDER BY 1")
                     try select.bind([json()])
                     try select.forEachRow { rows.append(($0.int64(at: 0), RowSnapshot(statement: $0, info: info))) }
                     for (key, row) in rows { history.add(info.name, .delete, [key], HistoryLog.deleteData(info, old: row)) }

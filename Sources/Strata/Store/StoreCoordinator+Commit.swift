@@ -257,7 +257,7 @@ extension StoreCoordinator {
         }
         let generation = bump.int64(at: 0)
         while try bump.step() {}
-        ownNonces.withLock { $0[generation] = nonce }
+        followState.withLock { $0.ownNonces[generation] = nonce }
         KillPoint.hit("generation.bumped", in: origin)
         for entity in touched.sorted() {
             try db.cachedStatement("UPDATE strata_entity SET generation = ?, nonce = ? WHERE name = ?")
@@ -311,7 +311,7 @@ extension StoreCoordinator {
             for (entity, ids) in byEntity {
                 guard let info = model.schema.infos[entity] else { throw ObjectError.unknownEntity(entity) }
                 let statement = try db.cachedStatement(
-                    info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
+                    info.selectByKeysSQL)
                 try statement.bind("[" + ids.map { String($0.primaryKey) }.joined(separator: ",") + "]", at: 1)
                 try statement.forEachRow {
                     rows[ObjectID(entity: info.internedName, primaryKey: $0.int64(at: 0))] = RowSnapshot(statement: $0, info: info)

@@ -9,7 +9,7 @@ public struct ExternalChangeStatistics: Sendable, Equatable {
     public var transactionsMerged = 0
     public var rowsMerged = 0
     /// Times the history did not reach back to the last generation seen (pruned, written
-    /// without history, a migration, a replaced store): the contexts were told which entities
+    /// without history, a migration): the contexts were told which entities
     /// changed and results controllers re-ran their requests.
     public var reruns = 0
     /// Catch-ups that failed to read the store (busy, an I/O error, a corrupt page); each left
@@ -44,6 +44,9 @@ struct FollowState {
     /// same generation with another nonce is another lineage (an older copy restored and
     /// committed to again).
     var nonce = Data()
+    /// The nonce each of this coordinator's commits wrote, by generation, until
+    /// ``StoreCoordinator/noteOwnCommit(generation:touched:)`` takes it (after the COMMIT).
+    var ownNonces: [Int64: Data] = [:]
     var statistics = ExternalChangeStatistics()
 }
 
@@ -201,7 +204,7 @@ extension StoreCoordinator {
         var rows: [ObjectID: HistoryRow] = [:]
         for (entity, wanted) in keys {
             guard let info = schema.infos[entity] else { continue }
-            let statement = try db.cachedStatement(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
+            let statement = try db.cachedStatement(info.selectByKeysSQL)
             try statement.bind(StoreCoordinator.jsonKeys(Array(wanted)), at: 1)
             defer { statement.reset() }
             while try statement.step() {
@@ -561,11 +564,9 @@ extension StoreCoordinator {
     /// After this coordinator's own commit made `generation` (the lock held, COMMIT done): when
     /// the follower had seen everything before it, it needn't read this one back.
     func noteOwnCommit(generation: Int64, touched: Set<String>) {
-        let nonce = ownNonces.withLock { nonces -> Data? in
-            defer { nonces = nonces.filter { $0.key > generation } }
-            return nonces[generation]
-        }
         followState.withLock { state in
+            let nonce = state.ownNonces[generation]
+            state.ownNonces = state.ownNonces.filter { $0.key > generation }
             guard let nonce else { return }
             guard state.generation == generation - 1 else { return }
             state.generation = generation
@@ -764,7 +765,7 @@ struct ExternalCommits {
         for id in inserted.union(updated).subtracting(deleted) { byEntity[id.entityName, default: []].append(id.primaryKey) }
         for (entity, keys) in byEntity.sorted(by: { $0.key < $1.key }) {
             guard let info = schema.infos[entity] else { continue }
-            let statement = try db.cachedStatement(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
+            let statement = try db.cachedStatement(info.selectByKeysSQL)
             try statement.bind(StoreCoordinator.jsonKeys(keys), at: 1)
             defer { statement.reset() }
             var found = Set<Int64>()

@@ -32,9 +32,6 @@ public final class StoreCoordinator: @unchecked Sendable {
     public var storeUUID: UUID { lock.withLock { uuid } }
     /// Guarded by `lock` (read inside a commit, which holds it).
     var uuid: UUID
-    /// The nonce each of this coordinator's commits wrote, by generation, until the follower's
-    /// bookkeeping takes it (``noteOwnCommit(generation:touched:)``).
-    let ownNonces = Locked<[Int64: Data]>([:])
     /// A test's clock for the history's records (seconds since 1970); `nil`: the system's.
     let historyClock = Locked<Double?>(nil)
     /// Set when another process migrated the store to another model: every read and write throws it.
