@@ -32,6 +32,19 @@ public struct ObjectChanges: Sendable, Equatable {
 
     /// Every ID named, whatever the kind.
     public var all: Set<ObjectID> { inserted.union(updated).union(deleted).union(refreshed).union(invalidated) }
+
+    /// Adds the edits a context made while merging these changes (a pending delete's rule on a
+    /// newcomer): one change set. An object the merge inserts and the edit changes is reported
+    /// as inserted (with the edit's values); one it inserts and the edit deletes is not reported.
+    mutating func absorb(_ edits: ObjectChanges) {
+        guard !edits.isEmpty else { return }
+        let goneAtOnce = inserted.intersection(edits.deleted)
+        inserted.subtract(goneAtOnce)
+        updated.formUnion(edits.updated.subtracting(inserted))
+        deleted.formUnion(edits.deleted.subtracting(goneAtOnce))
+        updated.subtract(deleted)
+        refreshed.subtract(updated.union(deleted))
+    }
 }
 
 /// What a save wrote: the IDs, and the committed store generation when the save reached the store.

@@ -54,12 +54,92 @@ extension ManagedObjectContext {
             for index in object.toMany.indices where object.state != .inserted { object.toMany[index].committed = nil }
         }
         let detached = detach(from: rows.deleted)
+        let ruled = deleted.isEmpty ? ObjectChanges() : applyPendingDeleteRules(to: ownersNamed(by: rows))
         if isObserved {
             var changes = rows.objectChanges
             changes.refreshed.formUnion(detached.subtracting(changes.updated))
+            changes.absorb(ruled)
             if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
         }
         forward(rows, except: origin)
+    }
+
+    /// The objects deleted here (not yet saved) that a merged row names through a to-one: a row
+    /// that arrived after the delete, or was changed to point at the owner since.
+    private func ownersNamed(by rows: RowChanges) -> [ManagedObject] {
+        var owners: [ObjectID: ManagedObject] = [:]
+        func look(at row: RowSnapshot, of entity: String) {
+            guard let info = schema.infos[entity] else { return }
+            for (i, destination) in info.toOneDestinationNames.enumerated() {
+                guard let key = row.toOnes[i] else { continue }
+                let id = ObjectID(entity: destination, primaryKey: key)
+                if let owner = deleted[id], owner.state == .deleted { owners[id] = owner }
+            }
+        }
+        for (id, row) in rows.inserted { look(at: row, of: id.entityName) }
+        for (id, row) in rows.updated { look(at: row, of: id.entityName) }
+        return Array(owners.values)
+    }
+
+    /// The objects deleted here whose entity rows of `entities` can name through a to-one (rows
+    /// changed elsewhere, which ones not known).
+    private func ownersReachable(from entities: Set<String>) -> [ManagedObject] {
+        guard !deleted.isEmpty else { return [] }
+        let destinations = Set(entities.compactMap { schema.infos[$0] }.flatMap(\.toOneDestinations))
+        return deleted.values.filter { $0.state == .deleted && destinations.contains($0.entityName) }
+    }
+
+    /// A delete pending here applies its rules to rows that arrive after it (issue 46, point 9):
+    /// a member that a merge, a batch request or another process's commit brings to an owner
+    /// deleted here is treated as the delete treated the members it found. Nullify clears the
+    /// member's to-one here, cascade deletes the member here (and its own rules run), deny leaves
+    /// it for the save to refuse, naming both rows (``validateForSave()`` reads the members again).
+    /// Without this the newcomer would name an object that is gone here: a child of this context
+    /// reading it, or this context's save writing the delete, would meet a key to nothing.
+    ///
+    /// Covers the owner's to-many relationships whose inverse is a to-one (the rows that name the
+    /// owner). Returns the changes made, for the merge's own event (one change set).
+    private func applyPendingDeleteRules(to owners: [ManagedObject]) -> ObjectChanges {
+        guard !owners.isEmpty else { return ObjectChanges() }
+        // The rules' edits are reported with the merge, not as local edits of their own.
+        let before = localChanges
+        localChanges = ObjectChanges()
+        defer { localChanges = before }
+        var ruled = ObjectChanges()
+        for owner in owners.sorted(by: { $0.objectID < $1.objectID }) where owner.state == .deleted {
+            for (index, relationship) in owner.info.toManys.enumerated() {
+                guard relationship.deleteRule == .nullify || relationship.deleteRule == .cascade,
+                      case .toOne(let j)? = owner.info.toManyInverseSlots[index] else { continue }
+                // The members as the level above lists them now, less those this context moved
+                // away or deleted: what is left arrived after the delete.
+                owner.toMany[index].committed = nil
+                let destination = owner.info.toManyDestinationNames[index]
+                do {
+                    for key in try toManyKeys(owner, index).sorted() {
+                        let member = try object(with: ObjectID(entity: destination, primaryKey: key))
+                        guard member.state != .deleted, member.state != .invalid, try fulfillUnlessGone(member),
+                              member.current.toOnes[j] == owner.primaryKey else { continue }
+                        if relationship.deleteRule == .nullify {
+                            member.current.setToOne(nil, at: j)
+                            markChanged(member)
+                            ruled.updated.insert(member.objectID)
+                        } else {
+                            try delete(member)
+                            ruled.deleted.insert(member.objectID)
+                        }
+                    }
+                } catch {
+                    // The members could not be read: the save meets the newcomer (a dangling
+                    // key is refused there), as before this rule existed.
+                    continue
+                }
+            }
+        }
+        // Cascades reach further objects: every edit the rules made is in the one event.
+        ruled.updated.formUnion(localChanges.updated)
+        ruled.deleted.formUnion(localChanges.deleted)
+        ruled.updated.subtract(ruled.deleted)
+        return ruled
     }
 
     /// Another connection changed rows of `entities`: unchanged objects of those entities become
@@ -114,6 +194,7 @@ extension ManagedObjectContext {
             if let object = registered[id], object.state == .clean { invalidate(object, into: &changes, removed: &removed) }
         }
         changes.refreshed.formUnion(detach(from: gone.union(missing)))
+        changes.absorb(applyPendingDeleteRules(to: ownersReachable(from: entities)))
         post(.objectsDidChange(changes), removed: removed)
     }
 

@@ -39,26 +39,44 @@ import StrataTestSupport
         // commits try again.
         let afterImport = Self.walSize(url)
 
-        // Then a writer committing as fast as it can while both follow: the -wal never passes
-        // twice the limit plus one commit's pages.
-        var peak: Int64 = 0
+        // Then a writer committing as fast as it can while both follow. While a follower reads an
+        // older snapshot the log cannot restart, so how far it grows meanwhile depends on how fast
+        // the followers are (under ThreadSanitizer they lag by seconds): the peak is printed, not
+        // bounded. What is bounded is what stays: once the followers have caught up, the next
+        // commit leaves the -wal under twice the limit.
+        var peak: Int64 = 0, lowest = Int64.max
         let context = writer.newContext()
         try context.performAndWait {
             for i in 0..<400 {
                 let number = try context.insert("Number")
                 try number.setValue(Int64(rows + i), forKey: "value")
                 try context.save()
-                peak = max(peak, Self.walSize(url))
+                let size = Self.walSize(url)
+                peak = max(peak, size)
+                lowest = min(lowest, size)
             }
         }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         let generation = try writer.currentHistoryToken().generation
-        while container.coordinator.externalChangeStatistics.generation < generation, ContinuousClock.now < deadline { usleep(1000) }
-        #expect(container.coordinator.externalChangeStatistics.generation == generation)
-        let final = Self.walSize(url)
-        // Never past what the import left, and back under twice the limit once the readers let it.
-        #expect(peak <= max(afterImport, 2 << 20) + (256 << 10), "the -wal reached \(peak) bytes")
-        #expect(final <= 2 << 20, "the -wal is \(final) bytes after 400 more commits")
-        print("wal-bound: after-import=\(afterImport) peak-during-400-commits=\(peak) final=\(final) limit=\(1 << 20)")
+        func caughtUp() -> Bool {
+            container.coordinator.externalChangeStatistics.generation >= generation
+                && watcher.externalChangeStatistics.generation >= generation
+        }
+        while !caughtUp(), ContinuousClock.now < deadline { usleep(1000) }
+        #expect(caughtUp(), "the followers did not catch up in 60 s")
+        // The followers idle now; one more commit (a truncation waits up to 100 ms for a reader
+        // under way, so a follower still reading the 400th commit is let finish).
+        var final = Self.walSize(url)
+        for attempt in 0..<20 where final > 2 << 20 {
+            try context.performAndWait {
+                let number = try context.insert("Number")
+                try number.setValue(Int64(rows + 400 + attempt), forKey: "value")
+                try context.save()
+            }
+            final = Self.walSize(url)
+        }
+        #expect(afterImport > 2 << 20, "the import's log (\(afterImport) bytes) should be past twice the limit, or the test shows nothing")
+        #expect(final <= 2 << 20, "the -wal is \(final) bytes after the followers caught up")
+        print("wal-bound: after-import=\(afterImport) peak-during-400-commits=\(peak) lowest=\(lowest) final=\(final) limit=\(1 << 20)")
     }
 }
