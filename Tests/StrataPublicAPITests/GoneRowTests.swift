@@ -154,10 +154,12 @@ import Strata
         }
     }
 
-    /// Issue 39, situation 3: main deletes a region (unsaved); meanwhile another context saves a
-    /// journey pointing at it; main's save is refused, naming both rows, and writes nothing (0.1.0
-    /// committed it and left the journey's key to a gone row). Deleting again once main has heard
-    /// of the journey applies the rule to it too.
+    /// Issue 39, situation 3, as issue 46 (point 9) settled it: main deletes a region (unsaved);
+    /// then another context (or a batch insert) saves a journey pointing at it. When main hears
+    /// of the journey, the region's delete rule (nullify) reaches it in that merge: main's save
+    /// writes the delete and the journey without a region (0.1.0 committed the delete and left the
+    /// journey's key to a gone row; 0.3.0 refused the save). A save made before main heard of the
+    /// journey is refused, naming both rows (``aDeleteThatHasNotHeardOfANewcomerIsRefused()``).
     @Test(arguments: ["background save", "batch insert"])
     func aDeleteReachesRowsSavedElsewhereAfterIt(route: String) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("strata-gone-\(UUID().uuidString)")
@@ -175,36 +177,33 @@ import Strata
             controller.delegate = recorder
             try main.delete(try main.existingObject(with: northID))
         }
+        let xID: ObjectID
         switch route {
         case "background save":
             let background = container.newBackgroundContext()
-            try background.performAndWait {
+            xID = try background.performAndWait {
                 let x = try background.insert(Journey.self)
                 x.name = "x"
                 x.region = try background.existingObject(with: northID, as: Region.self)
                 try background.save()
+                return x.objectID
             }
         default:
-            try container.coordinator.execute(BatchInsertRequest(Journey.self, count: 1) { _, row in
+            let result = try container.coordinator.execute(BatchInsertRequest(Journey.self, count: 1) { _, row in
                 try row.set(\.name, "x")
                 try row.set(\.region, northID)
             })
+            xID = try #require(result.objectIDs.first)
         }
         container.writerContext.performAndWait {}
         main.performAndWait {}
-        let generation = try container.coordinator.metadata().generation
-        let error = try main.performAndWait {
-            try #require(throws: MergeConflictError.self) { try main.saveToStore() }
-        }
-        #expect(error.conflicts.contains { $0.objectID == northID && { if case .referenced = $0.theirs { true } else { false } }($0) },
-                "\(error)")
-        #expect(try container.coordinator.metadata().generation == generation, "a refused save writes nothing")
-        // The way out: main now knows x; deleting north again nullifies x.region.
         try main.performAndWait {
-            main.rollback()
-            try main.delete(try main.existingObject(with: northID))
-            try main.saveToStore()
+            let x = try main.existingObject(with: xID, as: Journey.self)
+            #expect(x.region == nil, "the pending delete's nullify reached x")
+            #expect(x.isUpdated)
         }
+        try Self.checkAgainstFoundation(controller, main)
+        try main.performAndWait { try main.saveToStore() }
         container.writerContext.performAndWait {}
         main.performAndWait {}
         try Self.checkAgainstFoundation(controller, main)
@@ -221,6 +220,39 @@ import Strata
             #expect(journeys.map { "\($0.name):\($0.region?.name ?? "-")" } == ["x:-", "a:south"])
             // No key names a row that is gone: every journey with a region key reads it.
             for journey in journeys { try journey.region?.load() }
+        }
+    }
+
+    /// Main deletes a region and saves before it hears of a journey another context saved at
+    /// that region (all in one block of main, so the merge waits behind it): the commit finds
+    /// the journey and refuses the save, naming both rows; nothing is written. Rolling back and
+    /// deleting again, once main has heard of the journey, nullifies it.
+    @Test func aDeleteThatHasNotHeardOfANewcomerIsRefused() throws {
+        let container = try PersistentContainer(inMemoryWith: try Self.model())
+        let main = container.mainContext
+        let northID = try Self.seed(main)
+        let background = container.newBackgroundContext()
+        let generation = try container.coordinator.metadata().generation
+        let (xID, error) = try main.performAndWait {
+            let xID: ObjectID = try background.performAndWait {
+                let x = try background.insert(Journey.self)
+                x.name = "x"
+                x.region = try background.existingObject(with: northID, as: Region.self)
+                try background.save()
+                return x.objectID
+            }
+            try main.delete(try main.existingObject(with: northID))
+            let error = try #require(throws: MergeConflictError.self) { try main.saveToStore() }
+            return (xID, error)
+        }
+        #expect(error.conflicts.contains { $0.objectID == northID && $0.theirs == .referenced(by: xID) }, "\(error)")
+        #expect(try container.coordinator.metadata().generation == generation + 1, "a refused save writes nothing")
+        container.writerContext.performAndWait {}
+        try main.performAndWait {
+            main.rollback()
+            try main.delete(try main.existingObject(with: northID))
+            try main.saveToStore()
+            #expect(try main.existingObject(with: xID, as: Journey.self).region == nil)
         }
     }
 

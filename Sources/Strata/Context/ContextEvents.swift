@@ -35,13 +35,13 @@ public struct ObjectChanges: Sendable, Equatable {
 
     /// Adds the edits a context made while merging these changes (a pending delete's rule on a
     /// newcomer): one change set. An object the merge inserts and the edit changes is reported
-    /// as inserted (with the edit's values); one it inserts and the edit deletes is not reported.
+    /// as inserted (with the edit's values); one it inserts and the edit deletes is reported as
+    /// deleted (its row is in the store: a list that reads rows there learns that it is gone here).
     mutating func absorb(_ edits: ObjectChanges) {
         guard !edits.isEmpty else { return }
-        let goneAtOnce = inserted.intersection(edits.deleted)
-        inserted.subtract(goneAtOnce)
+        inserted.subtract(edits.deleted)
         updated.formUnion(edits.updated.subtracting(inserted))
-        deleted.formUnion(edits.deleted.subtracting(goneAtOnce))
+        deleted.formUnion(edits.deleted)
         updated.subtract(deleted)
         refreshed.subtract(updated.union(deleted))
     }
