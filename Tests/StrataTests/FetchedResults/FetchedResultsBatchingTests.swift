@@ -43,7 +43,7 @@ import StrataTestSupport
         context.registeredObjects.filter { $0.entityName == "Good" && !$0.isFault }.count
     }
 
-    @Test(.timeLimit(.minutes(10))) func oneSelectToFetchNoneForSnapshotsOnePagePerObject() throws {
+    @Test(.timeLimit(.minutes(30))) func oneSelectToFetchNoneForSnapshotsOnePagePerObject() throws {
         let directory = TemporaryDirectory("strata-frc-batching")
         let container = try PersistentContainer(model: TestModels.goods(), url: try Self.makeStore(in: directory))
         let main = container.mainContext

@@ -256,7 +256,7 @@ import StrataTestSupport
         }
     }
 
-    @Test(.timeLimit(.minutes(10))) func randomAndMutatedInputsParseOrThrowParseErrors() throws {
+    @Test(.timeLimit(.minutes(30))) func randomAndMutatedInputsParseOrThrowParseErrors() throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["PREDICATE_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x5EED_2026
         let count = environment["PREDICATE_FUZZ_INPUTS"].flatMap { Int($0) } ?? 100_000
