@@ -84,7 +84,6 @@ extension ManagedObjectContext {
     /// The objects deleted here whose entity rows of `entities` can name through a to-one (rows
     /// changed elsewhere, which ones not known).
     private func ownersReachable(from entities: Set<String>) -> [ManagedObject] {
-        guard !deleted.isEmpty else { return [] }
         let destinations = Set(entities.compactMap { schema.infos[$0] }.flatMap(\.toOneDestinations))
         return deleted.values.filter { $0.state == .deleted && destinations.contains($0.entityName) }
     }

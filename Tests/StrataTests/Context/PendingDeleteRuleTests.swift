@@ -63,6 +63,15 @@ import StrataTestSupport
         events.withLock { $0.removeAll() }
 
         // A new member naming the owner arrives by the route.
+        func saveNewcomer(in context: ManagedObjectContext) throws -> ObjectID {
+            try context.performAndWait {
+                let member = try context.insert(shape.member)
+                try member.setValue("m2", forKey: shape.memberName)
+                try member.setValue(try context.existingObject(with: ownerID), forKey: shape.toOne)
+                try context.save()
+                return member.objectID
+            }
+        }
         let newcomerID: ObjectID
         switch route {
         case .batchInsert:
@@ -72,25 +81,11 @@ import StrataTestSupport
             })
             newcomerID = try #require(ids.objectIDs.first)
         case .backgroundContext:
-            let background = container.newBackgroundContext()
-            newcomerID = try background.performAndWait {
-                let member = try background.insert(shape.member)
-                try member.setValue("m2", forKey: shape.memberName)
-                try member.setValue(try background.existingObject(with: ownerID), forKey: shape.toOne)
-                try background.save()
-                return member.objectID
-            }
+            newcomerID = try saveNewcomer(in: container.newBackgroundContext())
         case .otherCoordinator:
             let other = try StoreCoordinator(model: rule.model, url: url, options: .notFollowing)
             defer { other.close() }
-            let context = other.newContext()
-            newcomerID = try context.performAndWait {
-                let member = try context.insert(shape.member)
-                try member.setValue("m2", forKey: shape.memberName)
-                try member.setValue(try context.existingObject(with: ownerID), forKey: shape.toOne)
-                try context.save()
-                return member.objectID
-            }
+            newcomerID = try saveNewcomer(in: other.newContext())
             let generation = try other.currentHistoryToken().generation
             let deadline = ContinuousClock.now + .seconds(20)
             while container.coordinator.externalChangeStatistics.generation < generation, ContinuousClock.now < deadline { usleep(500) }
