@@ -14,6 +14,11 @@ public struct ObjectChanges: Sendable, Equatable {
     /// file) changed: which rows is not known, so whoever lists them reads them again. Set by
     /// ``StoreCoordinator/processExternalChanges()``.
     public var entitiesChangedElsewhere: Set<String> = []
+    /// Objects whose values as this context shows them did not change, though the row they were
+    /// read from did: a merge moved one to an owner deleted here, and that delete's rule let go
+    /// of it again. Named by the store version the values were read at before: a list that
+    /// stamped the row with that version re-stamps it by its content, without reporting it.
+    var unchangedOverNewRow: [ObjectID: Int64] = [:]
 
     public init(inserted: Set<ObjectID> = [], updated: Set<ObjectID> = [], deleted: Set<ObjectID> = [],
                 refreshed: Set<ObjectID> = [], invalidated: Set<ObjectID> = [], entitiesChangedElsewhere: Set<String> = []) {

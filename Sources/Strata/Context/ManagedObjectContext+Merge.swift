@@ -20,10 +20,15 @@ extension ManagedObjectContext {
     /// (the child the rows came from, which has them already).
     func merge(_ rows: RowChanges, generation: Int64?, except origin: ManagedObjectContext? = nil) {
         assertOnQueue()
+        // A pending delete's rule may undo what the merge brings (a row moved to an owner deleted
+        // here is let go of again): the values it had here before tell whether it changed at all.
+        let rulesMayRun = !deleted.isEmpty
+        var valuesBefore: [ObjectID: (values: RowSnapshot, version: Int64)] = [:]
         // Only updated rows can meet a registered object with values: a row inserted elsewhere is
         // at most a fault here (made from its ID), which reads the new row when it fires.
         for (id, row) in rows.updated {
             guard let object = registered[id], !object.isFault else { continue }
+            if rulesMayRun, object.state == .clean { valuesBefore[id] = (object.current, object.current.version) }
             // Merges can arrive out of commit order (two saves' merges queued on different
             // threads, or a cascade merging its own commit ahead of a queued one): a row older
             // than the one the object holds is news already superseded.
@@ -59,7 +64,15 @@ extension ManagedObjectContext {
             var changes = rows.objectChanges
             changes.refreshed.formUnion(detached.subtracting(changes.updated))
             changes.absorb(ruled)
-            if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
+            // Moved to an owner deleted here and let go of again by its rule: the same values as
+            // before the merge, nothing for a list to update (controller model test, seed
+            // 15776530969506254901, batches 749 and 753).
+            for id in ruled.updated {
+                guard let before = valuesBefore[id], registered[id]?.current == before.values else { continue }
+                changes.updated.remove(id)
+                changes.unchangedOverNewRow[id] = before.version
+            }
+            if !changes.isEmpty || !changes.unchangedOverNewRow.isEmpty { post(.objectsDidChange(changes), removed: removed) }
         }
         forward(rows, except: origin)
     }

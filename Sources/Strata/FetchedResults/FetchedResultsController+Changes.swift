@@ -10,6 +10,7 @@ extension AnyFetchedResultsController {
     func contextDidChange(_ changes: ObjectChanges) {
         let plan = checkedPlan()
         let root = plan.info.name
+        restamp(changes.unchangedOverNewRow, of: root)
         let dependencies = checkedDependencies()
         do {
             if needsRerun || plan.request.fetchLimit != nil || plan.request.fetchOffset > 0
@@ -31,6 +32,20 @@ extension AnyFetchedResultsController {
         } catch {
             needsRerun = true
             report(.failed(.trackingFailed(reason: "\(error)")))
+        }
+    }
+
+    /// Rows listed by the version their unchanged values were read at take a content stamp of
+    /// those values: the row in the store moved on (to an owner deleted in this context, whose
+    /// rule let go of it again), and a version stamp, with the row's unsaved change, would read
+    /// as changed at the next re-run.
+    private func restamp(_ unchanged: [ObjectID: Int64], of root: String) {
+        for (id, version) in unchanged where id.entityName == root && !contentStamped.contains(id.primaryKey) {
+            guard let chunk = locations[id.primaryKey],
+                  rows.stamp(of: id.primaryKey, inChunk: chunk) == AnyFetchedResultsController.versionStamp(version),
+                  let object = managedObjectContext.registered[id] else { continue }
+            rows.setStamp(of: id.primaryKey, inChunk: chunk, to: AnyFetchedResultsController.contentStamp(object.current))
+            contentStamped.insert(id.primaryKey)
         }
     }
 

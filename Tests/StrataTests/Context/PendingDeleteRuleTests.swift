@@ -177,4 +177,90 @@ import StrataTestSupport
             main.performAndWait { #expect(main.hasChanges) }
         }
     }
+
+    /// A row that another save moves to an owner deleted here, and that the owner's nullify rule
+    /// lets go of again, reads here as it did before: a list on main reports no update for it,
+    /// then or at a later re-run (controller model test, seed 15776530969506254901, batches 749
+    /// and 753: reported updated twice with the same values). On the code before, both steps
+    /// reported `x` updated.
+    @Test(arguments: [Route.backgroundContext, .otherCoordinator])
+    func aMemberMovedToAnOwnerDeletedHereAndLetGoIsNotReported(route: Route) throws {
+        let model = FetchedResultsRegressionTests.model()
+        let directory = TemporaryDirectory("strata-pending-delete")
+        let url = directory.file("store.sqlite")
+        let container = try PersistentContainer(model: model, url: url)
+        defer { container.coordinator.close() }
+        let main = container.mainContext
+        let seed = container.newUpdateContext()
+        let (categoryID, x, y) = try seed.performAndWait {
+            let category = try seed.insert("Category")
+            try category.setValue("C", forKey: "name")
+            var items: [ObjectID] = []
+            for name in ["x", "y"] {
+                let item = try seed.insert("Item")
+                try item.setValue(name, forKey: "name")
+                items.append(item.objectID)
+            }
+            try seed.saveToStore()
+            return (category.objectID, items[0], items[1])
+        }
+        container.waitForPendingMerges()
+
+        let controller = FetchedResultsController(fetchRequest: FetchRequest(entityName: "Item", sortKeys: [.ascending("name")]),
+                                                  managedObjectContext: main)
+        let delegate = RecordingDelegate()
+        try main.performAndWait {
+            try controller.performFetch()
+            controller.delegate = delegate
+            // x is read on main (its values are here), then its category-to-be is deleted.
+            #expect(try main.existingObject(with: x).value(forKey: "name") as? String == "x")
+            try main.delete(try main.existingObject(with: categoryID))
+            main.processPendingChanges()
+        }
+
+        /// Saves `edit` in a background context or another coordinator, and waits until main heard.
+        func saveElsewhere(_ edit: @escaping @Sendable (ManagedObjectContext) throws -> Void) throws {
+            switch route {
+            case .otherCoordinator:
+                let other = try StoreCoordinator(model: model, url: url, options: .notFollowing)
+                defer { other.close() }
+                let context = other.newContext()
+                try context.performAndWait {
+                    try edit(context)
+                    try context.save()
+                }
+                let generation = try other.currentHistoryToken().generation
+                let deadline = ContinuousClock.now + .seconds(20)
+                while container.coordinator.externalChangeStatistics.generation < generation, ContinuousClock.now < deadline { usleep(500) }
+                #expect(container.coordinator.externalChangeStatistics.generation == generation)
+            default:
+                let background = container.newBackgroundContext()
+                try background.performAndWait {
+                    try edit(background)
+                    try background.save()
+                }
+            }
+            container.waitForPendingMerges()
+        }
+
+        // Elsewhere x moves into the category main deleted: the rule lets go of it here.
+        try saveElsewhere { context in
+            try context.existingObject(with: x).setValue(try context.existingObject(with: categoryID), forKey: "category")
+        }
+        try main.performAndWait {
+            let category = try main.existingObject(with: x).value(forKey: "category")
+            #expect(category == nil)
+            #expect(!delegate.calls.contains { $0.hasPrefix("object") }, "\(delegate.calls)")
+        }
+        // Then a batch request sets y's note (rows changed without naming them: main's list
+        // re-runs its request and compares stamps): y is reported, x (unchanged here) is not.
+        delegate.calls.removeAll()
+        try container.coordinator.execute(BatchUpdateRequest(entityName: "Item", predicate: try Condition("name == 'y'"),
+                                                             propertiesToUpdate: ["note": "n"]))
+        container.waitForPendingMerges()
+        main.performAndWait {
+            #expect(delegate.calls.filter { $0.hasPrefix("object") } == ["object update \(y.primaryKey) [0, 1] [0, 1]"], "\(delegate.calls)")
+        }
+        try main.performAndWait { try main.saveToStore() }
+    }
 }
