@@ -24,8 +24,8 @@ let package = Package(
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
         .executable(name: "strata", targets: ["StrataCLI"]),
-        .executable(name: "strata-crash-harness", targets: ["StrataCrashHarness"]),
-        .executable(name: "strata-history-writer", targets: ["StrataHistoryWriter"]),
+        // The test suites' child processes (StrataCrashHarness, StrataHistoryWriter) are
+        // executable targets only: `swift test` builds them, and no dependent sees them.
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

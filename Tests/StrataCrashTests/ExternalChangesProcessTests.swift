@@ -522,7 +522,7 @@ extension ExternalChangesProcessTests {
     /// that a dead child never raises SIGPIPE here), lines from its stdout (a pipe), its stderr in a
     /// file (read once it ended: the kill point it reached).
     final class WriterChild {
-        static let executableName = "strata-history-writer"
+        static let executableName = "StrataHistoryWriter"
 
         /// Beside the test bundle, where `swift test` builds the package's executables.
         static let executable: URL? = {

@@ -94,7 +94,7 @@ struct HarnessRun: Sendable {
 /// Finds, starts, kills and waits for `strata-crash-harness` child processes (Foundation's
 /// `Process`: posix_spawn, never fork in the test runner).
 enum HarnessProcess {
-    static let executableName = "strata-crash-harness"
+    static let executableName = "StrataCrashHarness"
 
     /// The harness binary: `STRATA_CRASH_HARNESS`, else beside the test bundle (where `swift
     /// test` builds every executable of the package), else one folder up.

@@ -51,11 +51,11 @@ extension ManagedObjectContext {
         let outcome = try coordinator.commit(changes, policy: policy, origin: name, author: inherited ?? author)
         KillPoint.hit("committed", in: name)
         let (rows, removed) = finishSave(outcome.resolutions, committed: true,
-                                         gather: isObserved || coordinator.hasMergingRoots(besides: self))
+                                         gather: isObserved || coordinator.contexts.hasMergingRoots(besides: self))
         let didSave = DidSave(rows, generation: outcome.result?.generation)
         post(.didSave(didSave), removed: removed)
         KillPoint.hit("merged", in: name)
-        if outcome.result != nil { coordinator.broadcast(didSave, from: self) }
+        if outcome.result != nil { coordinator.contexts.broadcast(didSave, from: self) }
         KillPoint.hit("notified", in: name)
         return outcome.result
     }
@@ -150,7 +150,7 @@ extension ManagedObjectContext {
             ancestor.performAndWait {
                 ancestor.merge(rows, generation: outcome.result?.generation, except: mergedNext)
                 if ancestor === root, let result = outcome.result {
-                    coordinator.broadcast(DidSave(rows, generation: result.generation), from: ancestor)
+                    coordinator.contexts.broadcast(DidSave(rows, generation: result.generation), from: ancestor)
                 }
             }
         }

@@ -67,7 +67,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         self.name = name
         queue = DispatchQueue(label: "strata.context.\(name ?? "unnamed")")
         link.attach(self)
-        coordinator.register(self)
+        coordinator.contexts.register(self)
     }
 
     deinit { link.detach() }
@@ -109,7 +109,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         get { mergesFromParent.load(ordering: .acquiring) }
         set {
             mergesFromParent.store(newValue, ordering: .releasing)
-            if parent == nil, newValue { coordinator.registerMergingRoot(self) }
+            if parent == nil, newValue { coordinator.contexts.registerMergingRoot(self) }
         }
     }
 

@@ -13,7 +13,7 @@ extension AnyFetchedResultsController {
         cacheStatus = .none
         let context = managedObjectContext
         guard let cacheName else { return false }
-        guard let caches = context.coordinator.preparedSectionCaches() else {
+        guard let caches = context.coordinator.caches.preparedStore() else {
             cacheStatus = .skipped(.inMemoryStore)
             SectionCacheStore.logger.debug("section cache skipped", metadata: ["cache": "\(cacheName)", "reason": "\(SectionCacheSkipReason.inMemoryStore)"])
             return false
@@ -51,7 +51,7 @@ extension AnyFetchedResultsController {
         install(fetched)
         let stamp = SectionCacheStamp(storeMetadata, entities: plan.entities)
         let rows = self.rows
-        context.coordinator.scheduleCacheWrite(named: cacheName) {
+        context.coordinator.caches.scheduleWrite(named: cacheName) {
             AnyFetchedResultsController.cacheFile(rows, stamp: stamp, request: request)
         }
         return true
@@ -67,7 +67,7 @@ extension AnyFetchedResultsController {
             sectioned: sectionNameKeyPath != nil, entities: plan.entities,
             request: CanonicalRequest(plan.request, sectionKeyPath: sectionNameKeyPath),
             incremental: IncrementalRefreshPlan(plan), pending: Locked(false))
-        managedObjectContext.coordinator.registerCacheRefresher(refresher, for: ObjectIdentifier(self))
+        managedObjectContext.coordinator.caches.register(refresher, for: ObjectIdentifier(self))
     }
 
     /// The cache file of a layout.

@@ -171,7 +171,7 @@ public class AnyFetchedResultsController {
     }
 
     deinit {
-        if cacheName != nil { managedObjectContext.coordinator.unregisterCacheRefresher(for: ObjectIdentifier(self)) }
+        if cacheName != nil { managedObjectContext.coordinator.caches.unregister(for: ObjectIdentifier(self)) }
     }
 
     public static func defaultIndexTitle(_ name: String) -> String? {

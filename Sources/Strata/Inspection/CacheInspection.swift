@@ -200,11 +200,12 @@ extension StoreInspector {
         for name in names {
             let file: FileSystemPath
             do { file = try caches.path(forCacheNamed: name) } catch { throw .cache(error) }
-            var info = stat()
-            guard file.withCString({ lstat($0, &info) }) == 0 else {
-                let code = errno
-                if code == ENOENT { continue }   // gone since it was listed: nothing to check
-                throw .cache(.io(CacheFileError(operation: "lstat", path: file.description, code: code)))
+            let info: stat
+            switch file.withCString({ POSIX.status(of: $0, followingLinks: false) }) {
+            case .success(let found): info = found
+            case .failure(let failure):
+                if failure.code == ENOENT { continue }   // gone since it was listed: nothing to check
+                throw .cache(.io(CacheFileError(operation: "lstat", path: file.description, code: failure.code)))
             }
             guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notACacheFile(name: name, path: file.description) }
         }

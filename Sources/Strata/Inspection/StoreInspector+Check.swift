@@ -81,16 +81,12 @@ extension StoreInspector {
     /// Reads the database file page by page and verifies each checksum. A page that fails is
     /// read once more (a checkpoint may have been rewriting it) before it counts.
     private func scanPages(into report: inout StoreCheckReport) {
-        let fd = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
-        guard fd >= 0 else { return }
-        defer { _ = Foundation.close(fd) }
-        var header = [UInt8](repeating: 0, count: 100)
-        guard header.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, 100, 0) }) == 100,
-              header[0..<16].elementsEqual(Array("SQLite format 3".utf8) + [0]) else { return }
-        let sizeField = Int(header[16]) << 8 | Int(header[17]) << 16
-        report.checksummed = PageChecksum.headerIsChecksummed(header)
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return }
+        guard case .success(let fd) = path.withCString({ POSIX.openForReading($0) }) else { return }
+        defer { POSIX.close(fd) }
+        guard let header = SQLiteFileHeader(fd: fd), header.isSQLite else { return }
+        let sizeField = Int(header.bytes[16]) << 8 | Int(header.bytes[17]) << 16
+        report.checksummed = PageChecksum.headerIsChecksummed(header.bytes)
+        guard case .success(let info) = POSIX.status(of: fd) else { return }
         // A flipped page-size field must not hide the other pages: fall back to the size whose
         // page 1 checks out.
         var pageSize = sizeField
@@ -120,8 +116,8 @@ extension StoreInspector {
 
     private static func pageMatches(fd: Int32, page: Int, size: Int) -> Bool {
         var buffer = [UInt8](repeating: 0, count: size)
-        let read = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, size, off_t(page) * off_t(size)) }
-        return read == size && PageChecksum.matches(buffer)
+        let read = buffer.withUnsafeMutableBytes { POSIX.read(fd, into: $0, at: Int64(page) * Int64(size)) }
+        return (try? read.get()) == size && PageChecksum.matches(buffer)
     }
 
     static func invariantProblems(db: Connection, schema: Schema) throws -> [String] {

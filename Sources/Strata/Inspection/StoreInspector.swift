@@ -105,17 +105,15 @@ public struct StoreInspector: Sendable {
     /// `cacheDirectory` is the store's cache folder when it is not the default one.
     public init(path: FileSystemPath, cacheDirectory: FileSystemPath? = nil) throws(InspectionError) {
         let shown = path.description
-        var info = stat()
-        guard path.withCString({ stat($0, &info) }) == 0 else {
-            let code = errno
-            if code == ENOENT || code == ENOTDIR { throw .noSuchFile(path: shown) }
-            throw .unreadable(path: shown, reason: String(cString: strerror(code)))
+        let info: stat
+        switch path.withCString({ POSIX.status(of: $0) }) {
+        case .success(let found): info = found
+        case .failure(let failure):
+            if failure.code == ENOENT || failure.code == ENOTDIR { throw .noSuchFile(path: shown) }
+            throw .unreadable(path: shown, reason: failure.message)
         }
         if (info.st_mode & S_IFMT) == S_IFDIR { throw .isADirectory(path: shown) }
-        guard path.withCString({ access($0, R_OK) }) == 0 else {
-            let code = errno
-            throw .unreadable(path: shown, reason: String(cString: strerror(code)))
-        }
+        if case .failure(let failure) = POSIX.access(path, R_OK) { throw .unreadable(path: shown, reason: failure.message) }
         self.path = path
         self.url = path.url
         self.cacheDirectory = cacheDirectory
@@ -147,8 +145,7 @@ public struct StoreInspector: Sendable {
                 } catch let error as ReadOnlyAccessError {
                     // Where the file and its folder can be written, a crash's journal is rolled
                     // back (`read`); elsewhere nothing can be, and that is said as it is.
-                    if self.path.withCString({ access($0, W_OK) }) == 0,
-                       self.path.absolute.parent.withCString({ access($0, W_OK) }) == 0 {
+                    if case .success = POSIX.access(self.path, W_OK), case .success = POSIX.access(self.path.absolute.parent, W_OK) {
                         throw InspectionError.hotJournal(path: path)
                     }
                     throw InspectionError.readOnly(path: path, reason: error.reason)
@@ -183,6 +180,11 @@ public struct StoreInspector: Sendable {
         return .sqlite(error.description)
     }
 
+    /// Whether the file's header says WAL (file format write and read versions 2, at bytes 18 and 19).
+    static func headerSaysWAL(_ path: FileSystemPath) -> Bool {
+        SQLiteFileHeader(path: path)?.saysWAL ?? false
+    }
+
     /// A read-write connection (that writes nothing) when the store is in WAL mode and nothing has
     /// it open, else `nil` (the caller opens read-only).
     ///
@@ -200,29 +202,13 @@ public struct StoreInspector: Sendable {
     /// When `-wal` or `-shm` exists (an app has the store open, or left them), when the header
     /// says rollback journal, or when we may not write the file or its folder, the read-only
     /// connection is used: it creates nothing in the first two cases, and can't in the last.
-    /// Whether the file's header says WAL (file format write and read versions 2, at bytes 18 and 19).
-    static func headerSaysWAL(_ path: FileSystemPath) -> Bool {
-        var header = [UInt8](repeating: 0, count: 20)
-        let fd = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
-        guard fd >= 0 else { return false }
-        defer { _ = Foundation.close(fd) }
-        let count = header.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, 20) }
-        return count == 20 && header[18] == 2 && header[19] == 2
-    }
-
     private func openToCleanUp() throws -> Connection? {
-        var header = [UInt8](repeating: 0, count: 20)
-        let fd = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
-        guard fd >= 0 else { return nil }
-        let count = header.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, 20) }
-        _ = Foundation.close(fd)
-        // "SQLite format 3\0", then the file format write and read versions at 18 and 19: 2 is WAL.
-        guard count == 20, header[0..<16].elementsEqual(Array("SQLite format 3".utf8) + [0]), header[18] == 2, header[19] == 2 else { return nil }
-        var info = stat()
+        guard SQLiteFileHeader(path: path)?.saysWAL == true else { return nil }
         for suffix in ["-wal", "-shm"] {
-            guard path.appending(suffix: suffix).withCString({ lstat($0, &info) }) != 0, errno == ENOENT else { return nil }
+            guard case .failure(let failure) = path.appending(suffix: suffix).withCString({ POSIX.status(of: $0, followingLinks: false) }),
+                  failure.code == ENOENT else { return nil }
         }
-        guard path.withCString({ access($0, W_OK) }) == 0, path.absolute.parent.withCString({ access($0, W_OK) }) == 0 else { return nil }
+        guard case .success = POSIX.access(path, W_OK), case .success = POSIX.access(path.absolute.parent, W_OK) else { return nil }
         var configuration = Connection.Configuration()
         configuration.createIfMissing = false
         configuration.setsJournalMode = false

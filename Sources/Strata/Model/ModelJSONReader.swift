@@ -177,175 +177,81 @@ struct ModelJSONReader {
         return Int(String(decoding: text, as: UTF8.self))
     }
 
-    // MARK: Parsing (RFC 8259, strictly)
+    // MARK: Parsing (RFC 8259, strictly, on the shared ``JSONScanner``)
 
     struct Parser {
-        let bytes: [UInt8]
-        var position = 0
+        private var scanner: JSONScanner
         /// Nesting limit: the model's JSON is 5 levels deep; deeper input is JSONDecoder's.
-        var depth = 0
+        private var depth = 0
 
-        init(bytes: [UInt8]) { self.bytes = bytes }
+        init(bytes: [UInt8]) { scanner = JSONScanner(bytes) }
 
         mutating func parseDocument() -> Value? {
-            skipWhitespace()
-            guard let value = parseValue() else { return nil }
-            skipWhitespace()
-            return position == bytes.count ? value : nil
-        }
-
-        private mutating func skipWhitespace() {
-            while position < bytes.count {
-                switch bytes[position] {
-                case 0x20, 0x09, 0x0A, 0x0D: position += 1
-                default: return
-                }
+            do {
+                scanner.skipWhitespace()
+                let value = try parseValue()
+                scanner.skipWhitespace()
+                return scanner.isAtEnd ? value : nil
+            } catch {
+                return nil
             }
         }
 
-        private mutating func parseValue() -> Value? {
-            guard position < bytes.count else { return nil }
-            switch bytes[position] {
-            case UInt8(ascii: "{"): return parseObject()
-            case UInt8(ascii: "["): return parseArray()
-            case UInt8(ascii: "\""): return parseString().map(Value.string)
-            case UInt8(ascii: "t"): return literal("true", .bool(true))
-            case UInt8(ascii: "f"): return literal("false", .bool(false))
-            case UInt8(ascii: "n"): return literal("null", .null)
-            default: return parseNumber()
+        private mutating func parseValue() throws(JSONScanner.Failure) -> Value {
+            switch scanner.next {
+            case UInt8(ascii: "{")?: return try parseObject()
+            case UInt8(ascii: "[")?: return try parseArray()
+            case UInt8(ascii: "\"")?: return .string(try scanner.string())
+            case UInt8(ascii: "t")?: try scanner.literal("true"); return .bool(true)
+            case UInt8(ascii: "f")?: try scanner.literal("false"); return .bool(false)
+            case UInt8(ascii: "n")?: try scanner.literal("null"); return .null
+            case nil: throw scanner.failure("unexpected end")
+            default: return .number(try scanner.number().text)
             }
         }
 
-        private mutating func literal(_ word: StaticString, _ value: Value) -> Value? {
-            let count = word.utf8CodeUnitCount
-            guard position + count <= bytes.count else { return nil }
-            let matches = word.withUTF8Buffer { expected in bytes[position..<(position + count)].elementsEqual(expected) }
-            guard matches else { return nil }
-            position += count
-            return value
-        }
-
-        private mutating func parseObject() -> Value? {
+        private mutating func parseObject() throws(JSONScanner.Failure) -> Value {
             depth += 1
             defer { depth -= 1 }
-            guard depth <= 32 else { return nil }
-            position += 1
+            guard depth <= 32 else { throw scanner.failure("nested too deep") }
+            _ = scanner.consume(UInt8(ascii: "{"))
             var fields = Fields()
-            skipWhitespace()
-            if position < bytes.count, bytes[position] == UInt8(ascii: "}") { position += 1; return .object(fields) }
+            scanner.skipWhitespace()
+            if scanner.consume(UInt8(ascii: "}")) { return .object(fields) }
             while true {
-                skipWhitespace()
-                guard position < bytes.count, bytes[position] == UInt8(ascii: "\""), let key = parseString() else { return nil }
-                skipWhitespace()
-                guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { return nil }
-                position += 1
-                skipWhitespace()
-                guard let value = parseValue() else { return nil }
+                scanner.skipWhitespace()
+                let key = try scanner.string()
+                scanner.skipWhitespace()
+                guard scanner.consume(UInt8(ascii: ":")) else { throw scanner.failure("expected :") }
+                scanner.skipWhitespace()
+                let value = try parseValue()
                 // A repeated key: which one counts is JSONDecoder's to say.
                 // The lookup is linear: an object far larger than any of a model's (a dozen
                 // keys) is JSONDecoder's, so no input makes the reader quadratic.
-                guard fields.members.count < 64, fields.add(key, value) else { return nil }
-                skipWhitespace()
-                guard position < bytes.count else { return nil }
-                if bytes[position] == UInt8(ascii: ",") { position += 1; continue }
-                guard bytes[position] == UInt8(ascii: "}") else { return nil }
-                position += 1
+                guard fields.members.count < 64, fields.add(key, value) else { throw scanner.failure("a repeated key") }
+                scanner.skipWhitespace()
+                if scanner.consume(UInt8(ascii: ",")) { continue }
+                guard scanner.consume(UInt8(ascii: "}")) else { throw scanner.failure("expected , or }") }
                 return .object(fields)
             }
         }
 
-        private mutating func parseArray() -> Value? {
+        private mutating func parseArray() throws(JSONScanner.Failure) -> Value {
             depth += 1
             defer { depth -= 1 }
-            guard depth <= 32 else { return nil }
-            position += 1
+            guard depth <= 32 else { throw scanner.failure("nested too deep") }
+            _ = scanner.consume(UInt8(ascii: "["))
             var values: [Value] = []
-            skipWhitespace()
-            if position < bytes.count, bytes[position] == UInt8(ascii: "]") { position += 1; return .array(values) }
+            scanner.skipWhitespace()
+            if scanner.consume(UInt8(ascii: "]")) { return .array(values) }
             while true {
-                skipWhitespace()
-                guard let value = parseValue() else { return nil }
-                values.append(value)
-                skipWhitespace()
-                guard position < bytes.count else { return nil }
-                if bytes[position] == UInt8(ascii: ",") { position += 1; continue }
-                guard bytes[position] == UInt8(ascii: "]") else { return nil }
-                position += 1
+                scanner.skipWhitespace()
+                values.append(try parseValue())
+                scanner.skipWhitespace()
+                if scanner.consume(UInt8(ascii: ",")) { continue }
+                guard scanner.consume(UInt8(ascii: "]")) else { throw scanner.failure("expected , or ]") }
                 return .array(values)
             }
-        }
-
-        /// A string at `position` (on its opening quote). Escapes other than the plain ones and
-        /// `\uXXXX` of a non-surrogate give up; so does a control character or invalid UTF-8.
-        private mutating func parseString() -> String? {
-            position += 1
-            let start = position
-            var escaped: [UInt8]? = nil
-            while position < bytes.count {
-                let byte = bytes[position]
-                switch byte {
-                case UInt8(ascii: "\""):
-                    let text: String?
-                    if let escaped {
-                        text = String(validating: escaped, as: UTF8.self)
-                    } else {
-                        text = String(validating: bytes[start..<position], as: UTF8.self)
-                    }
-                    position += 1
-                    return text
-                case UInt8(ascii: "\\"):
-                    if escaped == nil { escaped = Array(bytes[start..<position]) }
-                    position += 1
-                    guard position < bytes.count else { return nil }
-                    switch bytes[position] {
-                    case UInt8(ascii: "\""): escaped!.append(UInt8(ascii: "\""))
-                    case UInt8(ascii: "\\"): escaped!.append(UInt8(ascii: "\\"))
-                    case UInt8(ascii: "/"): escaped!.append(UInt8(ascii: "/"))
-                    case UInt8(ascii: "b"): escaped!.append(0x08)
-                    case UInt8(ascii: "f"): escaped!.append(0x0C)
-                    case UInt8(ascii: "n"): escaped!.append(0x0A)
-                    case UInt8(ascii: "r"): escaped!.append(0x0D)
-                    case UInt8(ascii: "t"): escaped!.append(0x09)
-                    case UInt8(ascii: "u"):
-                        guard position + 4 < bytes.count,
-                              let code = UInt32(String(decoding: bytes[(position + 1)...(position + 4)], as: UTF8.self), radix: 16),
-                              let scalar = Unicode.Scalar(code) else { return nil }   // surrogates give up
-                        escaped!.append(contentsOf: Array(String(Character(scalar)).utf8))
-                        position += 4
-                    default: return nil
-                    }
-                    position += 1
-                default:
-                    guard byte >= 0x20 else { return nil }
-                    escaped?.append(byte)
-                    position += 1
-                }
-            }
-            return nil
-        }
-
-        /// A number's text, checked against JSON's grammar (`-? int frac? exp?`, no leading zero).
-        private mutating func parseNumber() -> Value? {
-            let start = position
-            func digits() -> Int {
-                let from = position
-                while position < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]) { position += 1 }
-                return position - from
-            }
-            if position < bytes.count, bytes[position] == UInt8(ascii: "-") { position += 1 }
-            let intStart = position
-            let intDigits = digits()
-            guard intDigits > 0, intDigits == 1 || bytes[intStart] != UInt8(ascii: "0") else { return nil }
-            if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
-                position += 1
-                guard digits() > 0 else { return nil }
-            }
-            if position < bytes.count, bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E") {
-                position += 1
-                if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") { position += 1 }
-                guard digits() > 0 else { return nil }
-            }
-            return .number(Substring(decoding: bytes[start..<position], as: UTF8.self).utf8)
         }
     }
 }

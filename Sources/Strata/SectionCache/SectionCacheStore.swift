@@ -128,16 +128,17 @@ public struct SectionCacheStore: Sendable {
     /// permissions of the folder that holds the store.
     func checkedDirectory(create: Bool) throws(SectionCacheError) -> FileSystemPath? {
         let path = directoryPath
-        var info = stat()
-        if path.withCString({ lstat($0, &info) }) != 0 {
-            let code = errno
-            guard code == ENOENT else { throw .io(CacheFileError(operation: "lstat", path: path.description, code: code)) }
+        let info: stat
+        switch path.withCString({ POSIX.status(of: $0, followingLinks: false) }) {
+        case .success(let found):
+            info = found
+        case .failure(let failure):
+            guard failure.code == ENOENT else { throw .io(CacheFileError(operation: "lstat", path: path.description, code: failure.code)) }
             guard create else { return nil }
-            var parent = stat()
-            let mode: mode_t = storePath.parent.withCString { stat($0, &parent) } == 0 ? parent.st_mode & 0o777 : 0o755
-            if path.withCString({ mkdir($0, mode) }) != 0 {
-                let code = errno
-                if code != EEXIST { throw .io(CacheFileError(operation: "mkdir", path: path.description, code: code)) }
+            let parent = try? storePath.parent.withCString({ POSIX.status(of: $0) }).get()
+            let mode: mode_t = parent.map { $0.st_mode & 0o777 } ?? 0o755
+            if case .failure(let failure) = POSIX.makeDirectory(path, mode: mode), failure.code != EEXIST {
+                throw .io(CacheFileError(operation: "mkdir", path: path.description, code: failure.code))
             }
             return path
         }
@@ -177,8 +178,11 @@ public struct SectionCacheStore: Sendable {
         let folder: FileSystemPath?
         do { folder = try checkedDirectory(create: false) } catch { throw .unreadable }
         guard folder != nil else { throw .missing }
-        var info = stat()
-        guard path.withCString({ lstat($0, &info) }) == 0 else { throw errno == ENOENT ? .missing : .unreadable }
+        let info: stat
+        switch path.withCString({ POSIX.status(of: $0, followingLinks: false) }) {
+        case .success(let found): info = found
+        case .failure(let failure): throw failure.code == ENOENT ? .missing : .unreadable
+        }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notAFile }
         do {
             return try fileSystem.read(at: path)
@@ -240,8 +244,7 @@ public struct SectionCacheStore: Sendable {
 
     /// The store file's permission bits (0o644 when it can't be read), for cache files.
     private var storeFileMode: mode_t {
-        var info = stat()
-        guard storePath.withCString({ stat($0, &info) }) == 0 else { return 0o644 }
+        guard case .success(let info) = storePath.withCString({ POSIX.status(of: $0) }) else { return 0o644 }
         return info.st_mode & 0o777
     }
 
@@ -253,8 +256,7 @@ public struct SectionCacheStore: Sendable {
     public func deleteCache(named name: String) throws(SectionCacheError) -> Bool {
         let path = try path(forCacheNamed: name)
         guard try checkedDirectory(create: false) != nil else { return false }
-        var info = stat()
-        guard path.withCString({ lstat($0, &info) }) == 0 else { return false }
+        guard case .success = path.withCString({ POSIX.status(of: $0, followingLinks: false) }) else { return false }
         do {
             try fileSystem.remove(at: path)
         } catch let error as CacheFileError {

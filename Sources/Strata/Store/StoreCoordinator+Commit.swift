@@ -190,19 +190,18 @@ extension StoreCoordinator {
                 // Our own commit is no news for the follower, unless another connection
                 // committed since it last looked: then it reads both, and skips ours (found by a
                 // model test: an edit from another process went unreported after our next save).
-                noteOwnCommit(generation: result.generation, touched: result.touchedEntities)
-                noteCommit(generation: result.generation, touched: result.touchedEntities) { entities in
+                // Rows no context of this save knew changed (their to-one named a row it
+                // deleted): every context hears of them as of a change made elsewhere.
+                let commit = CommitEffects.Commit(generation: result.generation, touched: result.touchedEntities) { entities in
                     guard var keys = changes.writtenKeys(of: entities, limit: CacheRefreshLog.keyLimit) else { return nil }
                     for (entity, nullified) in outcome.nullified where entities.contains(entity) { keys[entity, default: []] += nullified }
                     return keys
                 }
+                afterCommit(CommitEffects(origin: .ownCommit, commits: [commit],
+                                          news: outcome.nullified.isEmpty ? .none : .changed(Set(outcome.nullified.keys), deletionsNamed: true)))
             }
             return outcome
         }
-        if let result = outcome.result { scheduleCacheRefreshes(touching: result.touchedEntities) }
-        // Rows no context of this save knew changed: every context hears of them as of a change
-        // made elsewhere (their objects are read again, lists re-evaluate them).
-        if !outcome.nullified.isEmpty { tellContexts(changed: Set(outcome.nullified.keys), deletionsNamed: true) }
         return outcome
     }
 
@@ -211,7 +210,7 @@ extension StoreCoordinator {
     /// One row read, and a second (the history's record at the known generation) only when other
     /// connections committed since.
     func checkLineage(_ db: Connection) throws {
-        let known = followState.withLock { ($0.generation, $0.nonce) }
+        let known = external.state.withLock { ($0.generation, $0.nonce) }
         let meta = try db.cachedStatement("SELECT generation, nonce, store_uuid FROM strata_meta WHERE id = 1")
         guard try meta.step() else { throw StoreError.notAStrataStore(path: db.path) }
         let (generation, nonce, store) = (meta.int64(at: 0), meta.data(at: 1), meta.string(at: 2))
@@ -240,7 +239,7 @@ extension StoreCoordinator {
         // the generation it knows with its nonce, or a later one whose history still records that
         // nonce at the known generation (or records nothing there: pruned, history off). No
         // statement beyond the bump; a bump that matches no row is diagnosed.
-        let known = followState.withLock { ($0.generation, $0.nonce) }
+        let known = external.state.withLock { ($0.generation, $0.nonce) }
         let nonce = StoreCoordinator.randomNonce()
         let bump = try db.cachedStatement(
             "UPDATE strata_meta SET generation = generation + 1, nonce = ?1 WHERE id = 1 AND store_uuid = ?2 AND "
@@ -257,7 +256,7 @@ extension StoreCoordinator {
         }
         let generation = bump.int64(at: 0)
         while try bump.step() {}
-        followState.withLock { $0.ownNonces[generation] = nonce }
+        external.state.withLock { $0.ownNonces[generation] = nonce }
         KillPoint.hit("generation.bumped", in: origin)
         for entity in touched.sorted() {
             try db.cachedStatement("UPDATE strata_entity SET generation = ?, nonce = ? WHERE name = ?")

@@ -53,8 +53,8 @@ extension StoreCoordinator {
         guard .SQLITE_CANTOPEN ~= error.code || .SQLITE_READONLY ~= error.code else { return StoreError(error, path: path) }
         let file = FileSystemPath(path)
         for (what, target) in [("the store file", file), ("its folder", file.absolute.parent)] {
-            guard target.withCString({ access($0, W_OK) }) != 0 else { continue }
-            let code = errno
+            guard case .failure(let failure) = POSIX.access(target, W_OK) else { continue }
+            let code = failure.code
             guard code == EROFS || code == EACCES || code == EPERM else { continue }
             let why = code == EROFS ? "it is on a read-only file system" : "this process may not write \(what)"
             return .readOnly(path: path, reason: "\(why); open it with StoreOptions.readOnly = true to read it")

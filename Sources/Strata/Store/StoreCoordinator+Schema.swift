@@ -91,7 +91,7 @@ extension StoreCoordinator {
         var configuration = Connection.Configuration()
         configuration.createIfMissing = false
         // Keep the store's journal mode: a hot rollback journal means a rollback-journal store.
-        configuration.journalMode = path.appending(suffix: "-journal").withCString({ access($0, F_OK) }) == 0 ? .delete : .wal
+        configuration.journalMode = (try? POSIX.access(path.appending(suffix: "-journal"), F_OK).get()) != nil ? .delete : .wal
         do {
             let db = try Connection(pathBytes: path.bytes, displayPath: path.description, configuration: configuration)
             defer { db.close() }

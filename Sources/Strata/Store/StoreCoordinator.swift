@@ -14,13 +14,21 @@ internal import StrataSQLite
 /// let coordinator = try StoreCoordinator(model: model, url: URL(filePath: "/tmp/goods.sqlite"))
 /// let context = coordinator.newContext()
 /// ```
-// `followReader` is touched only under `followLock`.
-// `connection`, `refreshModelJSON` and `commitsSincePrune` are touched only inside `lock.withLock` (here and in StoreCoordinator+Commit.swift, through
-// `withConnection`); everything else is immutable after init.
-// @unchecked Sendable because every mutable property is guarded by `lock`, as listed above.
+//
+// What it holds: the file's identity (`model`, `url`, `uuid`), the writer connection and its lock,
+// the reader pool, the key reservations, and one object per feature, each with its own state and
+// lock (`contexts`, `caches`, `external`). Lock order: `external.lock`, then `lock`, then any
+// `Locked` box; never the other way round.
+//
+// @unchecked Sendable because its mutable properties (`connection`'s use, `uuid`,
+// `refreshModelJSON`, `commitsSincePrune`) are touched only inside `lock.withLock` (here and in
+// StoreCoordinator+Commit.swift, through `withConnection`); everything else is immutable after
+// init or a lock of its own.
 public final class StoreCoordinator: @unchecked Sendable {
     /// The store format this Strata writes and reads.
     public static let formatVersion = 1
+
+    // MARK: The file's identity
 
     public let model: Model
     /// The store file, or `nil` for an in-memory store.
@@ -32,57 +40,31 @@ public final class StoreCoordinator: @unchecked Sendable {
     public var storeUUID: UUID { lock.withLock { uuid } }
     /// Guarded by `lock` (read inside a commit, which holds it).
     var uuid: UUID
-    /// A test's clock for the history's records (seconds since 1970); `nil`: the system's.
-    let historyClock = Locked<Double?>(nil)
     /// Set when another process migrated the store to another model: every read and write throws it.
     let identityProblem = Locked<StoreError?>(nil)
-
-    /// Takes the identity of the store as another connection left it (replaced, restored).
-    func adoptIdentity(of metadata: StoreMetadata) {
-        lock.withLock { uuid = metadata.storeUUID }
-    }
-
-    /// Every live context of this coordinator, in registration order.
-    func allContexts() -> [ManagedObjectContext] {
-        contexts.withLock { $0.compactMap(\.context) }
-    }
-
-    private let lock = NSLock()
-    /// The section caches of this store: where results controllers keep them, and what
-    /// `deleteCache(named:)` removes. `nil` for an in-memory store.
-    public let sectionCaches: SectionCacheStore?
-    /// Cache files are written here, in order, off the callers' queues.
-    let cacheQueue = DispatchQueue(label: "strata.section-cache", qos: .utility)
-    /// Whether temporary files a crash left in the cache folder were removed (once per coordinator).
-    let cachesPrepared = Locked(false)
-    /// Caches to refresh after commits, by controller.
-    let cacheRefreshers = Locked<[ObjectIdentifier: CacheRefresher]>([:])
-    /// The read-only connection cache refreshes read through (used on `cacheQueue` only).
-    let refreshConnection = Locked<Connection?>(nil)
-    /// `cacheQueue`'s token in ``CacheQueueRegistry`` (flushed at process exit), set when the
-    /// first cache work is queued; `nil` while none ever was.
-    let cacheQueueToken = Locked<Int?>(nil)
-    /// What cache refreshes did (``cacheRefreshStatistics``).
-    let cacheRefreshTally = Locked(SectionCacheRefreshStatistics())
-    /// ``StoreOptions/incrementalCacheRefresh``.
-    let incrementalCacheRefresh: Bool
-    private let connection: Connection
-    /// The read-only connections every read takes (a WAL store on a file; `nil` for an
-    /// in-memory store or another journal mode, whose reads share the writer connection).
-    let readers: ReaderPool?
-    /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out.
-    /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out. Its own
-    /// lock, so that an insert served from a reserved block never waits for a commit (which
-    /// holds `lock` for its whole transaction); taken inside `lock`, never the other way round.
-    private let reservedKeys = Locked<[(next: Int64, end: Int64, block: Int64)]>([])
-    var refreshModelJSON: Bool
     /// ``StoreOptions/history``.
     let historyOptions: HistoryOptions
     /// 16 random bytes naming this coordinator in the history's `writer` column: the commits
     /// it reads back there are its own (already merged into its contexts).
     let writerID = StoreCoordinator.randomNonce()
+
+    // MARK: The writer, the readers, the keys
+
+    private let lock = NSLock()
+    private let connection: Connection
+    /// The read-only connections every read takes (a WAL store on a file; `nil` for an
+    /// in-memory store or another journal mode, whose reads share the writer connection).
+    let readers: ReaderPool?
+    /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out. Its own
+    /// lock, so that an insert served from a reserved block never waits for a commit (which
+    /// holds `lock` for its whole transaction); taken inside `lock`, never the other way round.
+    private let reservedKeys = Locked<[(next: Int64, end: Int64, block: Int64)]>([])
+    /// Whether the next commit rewrites the model's JSON in `strata_meta` (guarded by `lock`).
+    var refreshModelJSON: Bool
     /// Commits since the history was last pruned (guarded by `lock`).
     var commitsSincePrune = 0
+    /// A test's clock for the history's records (seconds since 1970); `nil`: the system's.
+    let historyClock = Locked<Double?>(nil)
     /// The author batch requests record in the history (a context's save records the
     /// context's ``ManagedObjectContext/transactionAuthor``).
     public var transactionAuthor: String? {
@@ -90,9 +72,24 @@ public final class StoreCoordinator: @unchecked Sendable {
         set { batchAuthor.withLock { $0 = newValue } }
     }
     private let batchAuthor = Locked<String?>(nil)
-    /// Following other connections' commits (`nil` when not: in memory, or
-    /// ``HistoryOptions/followsOtherConnections`` off). Set once, at the end of init.
-    var follower: ExternalChangeFollower?
+
+    // MARK: One object per feature
+
+    /// The contexts made on this coordinator (see ``ContextRegistry``).
+    let contexts = ContextRegistry()
+    /// The section caches and what keeps them current (see ``SectionCacheService``).
+    let caches: SectionCacheService
+    /// What this coordinator knows of other connections' commits, and its follower (see
+    /// ``ExternalChanges``).
+    let external = ExternalChanges()
+    /// The section caches of this store: where results controllers keep them, and what
+    /// `deleteCache(named:)` removes. `nil` for an in-memory store.
+    public var sectionCaches: SectionCacheStore? { caches.store }
+
+    /// Takes the identity of the store as another connection left it (replaced, restored).
+    func adoptIdentity(of metadata: StoreMetadata) {
+        lock.withLock { uuid = metadata.storeUUID }
+    }
 
     /// Opens the store at `url`, creating it when the file does not exist or is empty.
     ///
@@ -102,8 +99,8 @@ public final class StoreCoordinator: @unchecked Sendable {
     public init(model: Model, url: URL, options: StoreOptions = StoreOptions()) throws {
         self.model = model
         self.url = url
-        sectionCaches = SectionCacheStore(storeURL: url, directory: options.sectionCacheDirectory)
-        incrementalCacheRefresh = options.incrementalCacheRefresh
+        caches = SectionCacheService(storeURL: url, directory: options.sectionCacheDirectory,
+                                     incremental: options.incrementalCacheRefresh, readOnly: options.readOnly)
         let path = url.path
         var configuration = Connection.Configuration()
         configuration.synchronous = options.synchronous
@@ -157,8 +154,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         self.model = model
         url = nil
         isReadOnly = false
-        sectionCaches = nil
-        incrementalCacheRefresh = options.incrementalCacheRefresh
+        caches = SectionCacheService(storeURL: nil, directory: nil, incremental: options.incrementalCacheRefresh, readOnly: false)
         historyOptions = options.history
         uuid = UUID()
         refreshModelJSON = false
@@ -174,13 +170,6 @@ public final class StoreCoordinator: @unchecked Sendable {
         }
     }
 
-    /// What this coordinator last saw of the store (the generation it has caught up with, and
-    /// the entities'), guarded by its own lock; `followLock` makes catch-ups one at a time.
-    let followState = Locked(FollowState())
-    let followLock = NSLock()
-    /// The follower's reader (opened at its first catch-up), used under `followLock` only.
-    var followReader: Connection?
-
     /// Finds commits made through other connections since the last look (another process,
     /// another coordinator on the same file), and tells every context of this coordinator which
     /// entities they touched: unchanged objects of those entities become faults (read again on
@@ -195,47 +184,17 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// the store's generation when nothing happened. Returns the entities changed elsewhere.
     @discardableResult
     public func processExternalChanges() throws -> Set<String> {
-        try catchUpWithOtherConnections()
-    }
-
-    /// Roots of the context tree: the history's rows are merged into them, and each hands them
-    /// on to its children as any merge does.
-    func rootContexts() -> [ManagedObjectContext] {
-        contexts.withLock { $0.compactMap(\.context) }.filter { $0.parent == nil }
-    }
-
-    /// Tells every context of this coordinator that rows of `entities` changed without passing
-    /// through them (another connection's commit, a batch request), in registration order, so
-    /// that a parent has taken the news before its children read through it. Objects of
-    /// `deleted` leave the contexts that hold them unchanged (reported as invalidated).
-    ///
-    /// `deletionsNamed`: `deleted` is every row the change deleted (a batch request, a commit's
-    /// own side effects), so the contexts need not look for other gone rows; another
-    /// connection's commit names none.
-    func tellContexts(changed entities: Set<String>, deleted: Set<ObjectID> = [], deletionsNamed: Bool = false) {
-        for context in contexts.withLock({ $0.compactMap(\.context) }) {
-            context.enqueue { context.storeChangedElsewhere(entities, deleted: deleted, deletionsNamed: deletionsNamed) }
-        }
+        try catchUpWithExternalChanges(.tellEntities)
     }
 
     /// Starts the bookkeeping of ``processExternalChanges()`` (at open).
     private func noteStoreState() throws {
         let metadata = try withConnection { db in try StoreCoordinator.readMetadata(db) }
-        followState.withLock { state in
+        external.state.withLock { state in
             state.generation = metadata.generation
             state.entityGenerations = metadata.entityGenerations
             state.nonce = metadata.nonce
             state.statistics.generation = metadata.generation
-        }
-    }
-
-    /// Every context made on this coordinator, to tell them when the store is replaced.
-    private let contexts = Locked<[WeakContext]>([])
-
-    func register(_ context: ManagedObjectContext) {
-        contexts.withLock { list in
-            list.removeAll { $0.context == nil }
-            list.append(WeakContext(context: context))
         }
     }
 
@@ -264,7 +223,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         let newUUID = UUID()
         // The follower's lock first (as a catch-up takes it): no catch-up reads between the
         // restore and the new identity.
-        try followLock.withLock { try withConnection { db in
+        try external.lock.withLock { try withConnection { db in
             let reader = try Connection(path: source.path, configuration: configuration)
             defer { reader.close() }
             // The backup API copies pages with their reserved bytes: a checksummed store must get
@@ -283,13 +242,13 @@ public final class StoreCoordinator: @unchecked Sendable {
             reservedKeys.withLock { $0 = [] }
             uuid = newUUID
             let metadata = try StoreCoordinator.readMetadata(db)
-            followState.withLock { state in
+            external.state.withLock { state in
                 state.generation = metadata.generation
                 state.entityGenerations = metadata.entityGenerations
                 state.nonce = metadata.nonce
             }
         } }
-        for context in contexts.withLock({ $0.compactMap(\.context) }) {
+        for context in contexts.all() {
             context.enqueue { context.storeWasReplaced() }
         }
     }
@@ -299,32 +258,6 @@ public final class StoreCoordinator: @unchecked Sendable {
         ManagedObjectContext(coordinator: self, parent: nil, name: name)
     }
 
-    /// Root contexts that asked to merge the others' saves.
-    private let mergingRoots = Locked<[WeakContext]>([])
-
-    func registerMergingRoot(_ context: ManagedObjectContext) {
-        mergingRoots.withLock { list in
-            list.removeAll { $0.context == nil }
-            if !list.contains(where: { $0.context === context }) { list.append(WeakContext(context: context)) }
-        }
-    }
-
-    /// Whether a root context other than `context` merges the others' saves.
-    func hasMergingRoots(besides context: ManagedObjectContext) -> Bool {
-        mergingRoots.withLock { roots in
-            roots.contains { root in root.context.map { $0 !== context && $0.automaticallyMergesChangesFromParent } ?? false }
-        }
-    }
-
-    /// Hands a root context's save to every other root context that merges automatically; each
-    /// merges on its own queue, in the order of the saves.
-    func broadcast(_ save: DidSave, from origin: ManagedObjectContext) {
-        let targets = mergingRoots.withLock { $0.compactMap(\.context) }
-        for target in targets where target !== origin && target.automaticallyMergesChangesFromParent {
-            target.enqueue { target.mergeChanges(from: save) }
-        }
-    }
-
     /// Whether ``close()`` was called.
     public var isClosed: Bool { lock.withLock { connection.isClosed } }
 
@@ -332,31 +265,11 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// coordinator afterwards is a programmer error. (A coordinator that is released, or a
     /// process that exits normally, also waits for them: closing is not needed to keep a cache.)
     public func close() {
-        follower?.stop()
         // A catch-up under way finishes first; none starts after.
-        followLock.withLock {
-            followState.withLock { $0.stopped = true }
-            followReader?.close()
-            followReader = nil
-        }
-        flushCacheWork()
-        refreshConnection.withLock { $0?.close(); $0 = nil }
+        external.stop()
+        caches.close()
         readers?.close()
         lock.withLock { connection.close() }
-    }
-
-    deinit {
-        // Cache writes queued so far are not lost with the coordinator: wait for them. When the
-        // last reference goes on the cache queue itself (a refresh held it), waiting would wait
-        // for itself; the work queued behind runs anyway, and the queue stays registered for the
-        // exit flush until it has.
-        guard let token = cacheQueueToken.withLock({ $0 }) else { return }
-        if CacheQueueRegistry.isOnQueue(token) {
-            cacheQueue.async { CacheQueueRegistry.unregister(token) }
-        } else {
-            cacheQueue.sync {}
-            CacheQueueRegistry.unregister(token)
-        }
     }
 
     /// Rebuilds the database file (`VACUUM`). Object IDs are primary keys declared
@@ -411,7 +324,6 @@ public final class StoreCoordinator: @unchecked Sendable {
         }
     }
 
-    /// Runs SQL access under the coordinator's lock, turning SQLite errors into ``StoreError/sqlite(_:)``.
     /// Whether the writer connection is in use right now (a commit, a batch request, a key
     /// reservation): the follower then looks again later rather than read beside it.
     func writerIsBusy() -> Bool {
@@ -420,6 +332,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         return false
     }
 
+    /// Runs SQL access under the coordinator's lock, turning SQLite errors into ``StoreError/sqlite(_:)``.
     func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
         try lock.withLock {
             // A read or write after close() throws (queued work, another queue's late fetch): it

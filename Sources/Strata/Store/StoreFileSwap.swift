@@ -22,8 +22,11 @@ enum StoreFileSwap {
         guard !isOpenElsewhere(path) else { throw MigrationError.storeInUse(path: path) }
         let files = POSIXCacheFileSystem()
         do {
-            let descriptor = open(built, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw CacheFileError(operation: "open", path: built, code: errno) }
+            let descriptor: Int32
+            switch POSIX.openForReading(built) {
+            case .success(let fd): descriptor = fd
+            case .failure(let failure): throw CacheFileError(operation: "open", path: built, code: failure.code)
+            }
             defer { files.close(descriptor) }
             try files.fsync(descriptor)
             try files.rename(built, path)

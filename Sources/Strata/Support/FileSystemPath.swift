@@ -39,8 +39,8 @@ public struct FileSystemPath: Sendable, Hashable, CustomStringConvertible {
     /// `attributesOfItem`, which also looks the owner and group up in `/etc/passwd` and
     /// `/etc/group`: a tenth of opening a store; perf.)
     var fileSize: Int64? {
-        var info = stat()
-        return withCString({ stat($0, &info) }) == 0 ? Int64(info.st_size) : nil
+        guard case .success(let info) = withCString({ POSIX.status(of: $0) }) else { return nil }
+        return Int64(info.st_size)
     }
 
     /// The path as a string when its bytes are valid UTF-8, else `nil`.

@@ -87,8 +87,7 @@ internal import Synchronization
         observer?(name)
         guard fires else { return }
         FileHandle.standardError.write(Data("strata: kill point \(name) reached, ending the process\n".utf8))
-        kill(getpid(), SIGKILL)
-        _exit(137)                                        // not reached
+        POSIX.killSelf()
     }
 
     /// Every kill point of a ``PersistentContainer`` stack (contexts named `update`, `main`,

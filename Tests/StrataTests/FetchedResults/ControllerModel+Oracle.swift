@@ -206,7 +206,28 @@ extension ControllerModelRun {
             // another context then deletes lets go of it) and reported as an update or, in a
             // window the deletes shifted, a delete (seed 1148845574657744664, batch 776).
             func changedAndBack(_ id: ObjectID) -> Bool { changeSetsAllowed > 1 && (namedIn[id] ?? 0) >= 2 }
+            // Moved elsewhere into a parent main deletes (unsaved), and let go of again by that
+            // delete's rule in the same merge: main shows what it showed, but its saved row
+            // moved under it and it now holds a pending change. Main reports no update when it
+            // held the row's values (PendingDeleteRuleTests); held as a fault, it can't tell
+            // the values are the same, and reports the row once (seed 12279816892499675790,
+            // batch 1070). Core Data reports every such refreshed object.
+            func letGoByAPendingDelete(_ id: ObjectID) -> Bool {
+                guard spec.context == .main else { return false }
+                return main.performAndWait {
+                    guard let object = main.registered[id], object.state == .updated, let saved = object.committed else { return false }
+                    let deleted = Set(main.deletedObjects.map(\.objectID))
+                    for (i, destination) in object.info.toOneDestinationNames.enumerated() where object.current.toOnes[i] == nil {
+                        if let key = saved.toOnes[i], deleted.contains(ObjectID(entity: destination, primaryKey: key)) { return true }
+                    }
+                    return false
+                }
+            }
             for id in updated where !twoPhases && !changedAndBack(id) && old[id.primaryKey] != nil && old[id.primaryKey] == new[id.primaryKey] {
+                if letGoByAPendingDelete(id) {
+                    tally.outcomes["update of a row let go by a pending delete on main", default: 0] += 1
+                    continue
+                }
                 duplicateUpdates += 1
                 problem("(c) an update reported for \(id.primaryKey), whose values and related values did not change: \(new[id.primaryKey]!)")
             }

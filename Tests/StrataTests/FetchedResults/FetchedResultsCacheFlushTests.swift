@@ -71,7 +71,7 @@ import StrataTestSupport
         let coordinator = try StoreCoordinator(model: TestModels.goods(), url: directory.file("goods.sqlite"), options: .notFollowing)
         defer { coordinator.close() }
         try Self.fetchWithoutWaiting(coordinator)
-        coordinator.cacheQueue.sync {
+        coordinator.caches.queue.sync {
             coordinator.waitForCacheWrites()
             CacheQueueRegistry.flushAtExit()
         }
@@ -96,8 +96,8 @@ import StrataTestSupport
         holder.coordinator = try StoreCoordinator(model: TestModels.goods(), url: url, options: .notFollowing)
         let coordinator = try #require(holder.coordinator)
         try Self.fetchWithoutWaiting(coordinator)
-        let queue = coordinator.cacheQueue
-        let token = try #require(coordinator.cacheQueueToken.withLock { $0 })
+        let queue = coordinator.caches.queue
+        let token = try #require(coordinator.caches.queueToken.withLock { $0 })
         #expect(CacheQueueRegistry.isRegistered(token))
         weak let released = holder.coordinator
         _ = consume coordinator

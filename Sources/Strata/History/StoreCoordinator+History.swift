@@ -1,143 +1,6 @@
 public import Foundation
 internal import StrataSQLite
 
-/// What following other connections did since the coordinator opened.
-public struct ExternalChangeStatistics: Sendable, Equatable {
-    /// The last generation this coordinator has caught up with (its own commits included).
-    public var generation: Int64 = 0
-    /// Other connections' transactions merged from the history, and their rows.
-    public var transactionsMerged = 0
-    public var rowsMerged = 0
-    /// Times the history did not reach back to the last generation seen (pruned, written
-    /// without history, a migration): the contexts were told which entities
-    /// changed and results controllers re-ran their requests.
-    public var reruns = 0
-    /// Catch-ups that failed to read the store (busy, an I/O error, a corrupt page); each left
-    /// the contexts as they were, and the next notice or poll tried again.
-    public var failedCatchUps = 0
-    /// Catch-ups whose history held a record this build can't read (a newer Strata wrote it,
-    /// or it is damaged): the contexts were told which entities changed instead (a re-run, also
-    /// counted in ``reruns``), and following went on past it. The last such record's reason is
-    /// in ``lastUndecodableRecord``.
-    public var undecodableCatchUps = 0
-    public var lastUndecodableRecord: String?
-    /// Times the store turned out to be another store under the same path: replaced (another
-    /// UUID), an older copy restored (a lower generation, or the same generation reached by other
-    /// commits), or rebuilt by another process's migration. Every context dropped its objects and
-    /// posted ``ContextEvent/reload(_:)`` with ``ReloadReason/storeReplaced``.
-    public var replacements = 0
-    /// Set when another process migrated the store to another model: following stopped, and
-    /// every read and write of this coordinator throws ``StoreError/modelMismatch(path:storeVersion:storeHash:modelVersion:modelHash:)``
-    /// (nothing is read with the wrong model). Reopen the store with its new model.
-    public var modelChangedElsewhere = false
-}
-
-/// The follower's state: the generation caught up with and, for a re-run, the entities'.
-struct FollowState {
-    /// Set by ``StoreCoordinator/close()``: the follower reads nothing more.
-    var stopped = false
-    /// A test's pause (``StoreCoordinator/setFollowingPaused(_:)``).
-    var paused = false
-    var generation: Int64 = 0
-    var entityGenerations: [String: Int64] = [:]
-    /// The store's nonce at `generation` (the commit's, which the history records too): the
-    /// same generation with another nonce is another lineage (an older copy restored and
-    /// committed to again).
-    var nonce = Data()
-    /// The nonce each of this coordinator's commits wrote, by generation, until
-    /// ``StoreCoordinator/noteOwnCommit(generation:touched:)`` takes it (after the COMMIT).
-    var ownNonces: [Int64: Data] = [:]
-    var statistics = ExternalChangeStatistics()
-}
-
-/// Follows one coordinator's store: schedules a catch-up when the change watch (or the poll
-/// timer) says the files changed. Catch-ups run on `queue`, one at a time; notices that arrive
-/// while one is queued share it.
-// @unchecked Sendable because `registration`, `timer` and `stopped` are touched only under `lock`;
-// `queued` and `retryQueued` are locks of their own; `coordinator` is a weak reference, set once.
-final class ExternalChangeFollower: @unchecked Sendable {
-    let queue = DispatchQueue(label: "strata.external-changes", qos: .userInitiated)
-    private weak var coordinator: StoreCoordinator?
-    private let queued = Locked(false)
-    /// Set while a look deferred by a busy writer is queued.
-    private let retryQueued = Locked(false)
-    private let lock = NSLock()
-    private var registration: (folder: String, token: Int)?
-    private var timer: (any DispatchSourceTimer)?
-    private var stopped = false
-
-    init(_ coordinator: StoreCoordinator) { self.coordinator = coordinator }
-
-    func start(path: String, pollInterval: Duration) {
-        lock.withLock {
-            registration = ChangeWatch.shared?.watch(file: path) { [weak self] in self?.notice() }
-            // Without inotify: poll. With it, a slow poll too, for the one notice inotify can't
-            // give: a commit whose last write landed before its WAL index was updated.
-            let interval = registration == nil ? pollInterval : max(pollInterval, .seconds(1))
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            let nanoseconds = Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
-            timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds), leeway: .milliseconds(10))
-            timer.setEventHandler { [weak self] in self?.catchUp() }
-            timer.resume()
-            self.timer = timer
-        }
-    }
-
-    func stop() {
-        lock.withLock {
-            stopped = true
-            if let registration { ChangeWatch.shared?.stop(registration) }
-            registration = nil
-            timer?.cancel()
-            timer = nil
-        }
-    }
-
-    deinit { stop() }
-
-    /// A file changed: catch up now, and once more shortly after (a reader can start between a
-    /// commit's last write to the `-wal` and the update of its index).
-    func notice() {
-        let first = queued.withLock { queued -> Bool in
-            defer { queued = true }
-            return !queued
-        }
-        guard first else { return }
-        queue.async { [self] in
-            queued.withLock { $0 = false }
-            catchUp()
-            queue.asyncAfter(deadline: .now() + .milliseconds(15)) { [weak self] in self?.catchUp() }
-        }
-    }
-
-    private func catchUp() {
-        guard lock.withLock({ !stopped }), let coordinator else { return }
-        // This coordinator is writing (a commit, a batch, an import): no other connection can
-        // commit until it is done, and its own writes are what woke us. Look again shortly, once,
-        // instead of reading beside every write (an import's WAL writes come by the thousand).
-        if coordinator.writerIsBusy() {
-            let first = retryQueued.withLock { queued -> Bool in
-                defer { queued = true }
-                return !queued
-            }
-            guard first else { return }
-            queue.asyncAfter(deadline: .now() + .milliseconds(5)) { [weak self] in
-                guard let self else { return }
-                retryQueued.withLock { $0 = false }
-                catchUp()
-            }
-            return
-        }
-        // A failed read (the store busy being replaced, an I/O error) leaves the state as it was:
-        // the next notice, or the poll, tries again; the failure is counted, never read as news.
-        do {
-            try coordinator.catchUpWithOtherConnections(following: true)
-        } catch {
-            coordinator.followState.withLock { $0.statistics.failedCatchUps += 1 }
-        }
-    }
-}
-
 extension StoreCoordinator {
     // MARK: Reading the history
 
@@ -301,7 +164,7 @@ extension StoreCoordinator {
     }
 
     /// What following other connections did (see ``HistoryOptions/followsOtherConnections``).
-    public var externalChangeStatistics: ExternalChangeStatistics { followState.withLock { $0.statistics } }
+    public var externalChangeStatistics: ExternalChangeStatistics { external.state.withLock { $0.statistics } }
 
     static func readHistory(_ db: Connection, after: Int64, through: Int64?, author: String?, store: UUID,
                             schema: Schema) throws -> [HistoryTransaction] {
@@ -372,29 +235,36 @@ extension StoreCoordinator {
     func startFollowing() {
         guard historyOptions.followsOtherConnections, let url else { return }
         let follower = ExternalChangeFollower(self)
-        self.follower = follower
+        external.follower.withLock { $0 = follower }
         follower.start(path: url.path, pollInterval: historyOptions.pollInterval)
     }
 
+    /// How a catch-up brings the contexts another connection's commits (an *external change*).
+    enum CatchUp {
+        /// The follower: the history's rows are merged, as a sibling context's save is; it
+        /// stops quietly once the coordinator closed (``close()`` sets `stopped` under
+        /// `external.lock`, so no catch-up reads after it) or while paused.
+        case mergeRows
+        /// ``processExternalChanges()``: the contexts are told which entities changed, as it
+        /// always has (an object with pending changes whose row went elsewhere stays until its
+        /// save finds out, where a merge takes it out).
+        case tellEntities
+    }
+
     /// Brings every context up to date with the commits other connections made since the last
-    /// look: from the history when it reaches back that far (their rows merged, as a sibling
-    /// context's save is), else by telling the contexts which entities changed (a re-run).
-    /// Returns the entities changed elsewhere.
-    /// `following`: called by the follower, which stops quietly once the coordinator closed
-    /// (``close()`` sets `stopped` under `followLock`, so no catch-up reads after it).
+    /// look: by `mode` when the history reaches back that far, else by telling the contexts
+    /// which entities changed (a re-run). Returns the entities changed elsewhere.
     @discardableResult
-    func catchUpWithOtherConnections(following: Bool = false) throws -> Set<String> {
-        try followLock.withLock {
-            if following, followState.withLock({ $0.stopped || $0.paused }) { return [] }
-            return try catchUpLocked(fromHistory: following)
+    func catchUpWithExternalChanges(_ mode: CatchUp) throws -> Set<String> {
+        try external.lock.withLock {
+            if mode == .mergeRows, external.state.withLock({ $0.stopped || $0.paused }) { return [] }
+            return try catchUpLocked(mode)
         }
     }
 
-    /// `fromHistory`: merge the history's rows (the follower); else tell the contexts which
-    /// entities changed, as ``processExternalChanges()`` always has (an object with pending changes
-    /// whose row went elsewhere stays until its save finds out, where a merge takes it out).
-    private func catchUpLocked(fromHistory: Bool) throws -> Set<String> {
-        let known = followState.withLock { ($0.generation, $0.entityGenerations, $0.nonce) }
+    private func catchUpLocked(_ mode: CatchUp) throws -> Set<String> {
+        let fromHistory = mode == .mergeRows
+        let known = external.state.withLock { ($0.generation, $0.entityGenerations, $0.nonce) }
         let schema = model.schema
         let writer = writerID
         let identity = (uuid: storeUUID, modelHash: model.versionHash)
@@ -450,7 +320,7 @@ extension StoreCoordinator {
             return []
         }
         let changed = Set(found.entityGenerations.filter { known.1[$0.key] != $0.value }.keys)
-        followState.withLock { state in
+        external.state.withLock { state in
             if found.generation >= state.generation { state.nonce = found.nonce }
             state.generation = max(state.generation, found.generation)
             state.entityGenerations = found.entityGenerations
@@ -458,7 +328,7 @@ extension StoreCoordinator {
         // The statistics move once the contexts have their news queued, and the caches their
         // refreshes: a caller that sees them and then waits for those queues sees the work done.
         defer {
-            followState.withLock { state in
+            external.state.withLock { state in
                 state.statistics.generation = max(state.statistics.generation, found.generation)
                 if let reason = found.undecodable {
                     state.statistics.undecodableCatchUps += 1
@@ -473,54 +343,42 @@ extension StoreCoordinator {
             }
         }
         guard found.complete else {
-            if !changed.isEmpty { tellContexts(changed: changed) }
+            afterCommit(CommitEffects(origin: .otherConnections, commits: [], news: .changed(changed)))
             return changed
         }
         guard !found.transactions.isEmpty else { return [] }
-        for (token, touched, keys) in found.transactions {
-            noteCommit(generation: token, touched: touched) { entities in keys.filter { entities.contains($0.key) } }
-        }
-        let touched = found.transactions.reduce(into: Set<String>()) { $0.formUnion($1.1) }
-        scheduleCacheRefreshes(touching: touched)
         // Who hears: exactly who hears the same commit made in this process. A save reaches the
         // roots that merge others' saves (automaticallyMergesChangesFromParent) and, through
         // them, their merging children; a batch request reaches every context. So the rows go to
         // the merging roots, and the contexts outside their reach hear of the batch requests
         // only, as of a batch request here (see "Who hears a commit" in HistoryAndOtherProcesses).
-        let merging = rootContexts().filter(\.automaticallyMergesChangesFromParent)
-        if !found.rows.isEmpty {
-            for context in merging {
-                context.enqueue { context.merge(found.rows, generation: found.generation) }
-            }
+        let commits = found.transactions.map { token, touched, keys in
+            CommitEffects.Commit(generation: token, touched: touched) { entities in keys.filter { entities.contains($0.key) } }
         }
-        if !found.batchEntities.isEmpty {
-            for context in allContexts() where !merging.contains(where: { $0 === context.root }) {
-                context.enqueue { context.storeChangedElsewhere(found.batchEntities) }
-            }
-        }
-        if !found.rerun.isEmpty { tellContexts(changed: found.rerun) }
-        return touched
+        afterCommit(CommitEffects(origin: .otherConnections, commits: commits,
+                                  news: .merge(found.rows, generation: found.generation, batchEntities: found.batchEntities, rerun: found.rerun)))
+        return found.transactions.reduce(into: Set<String>()) { $0.formUnion($1.1) }
     }
 
     /// Another connection replaced the store under this coordinator (another UUID, an older
     /// copy restored): this coordinator takes the store as it is now, and every context drops its
     /// objects, pending changes included (none is saved over an unrelated row that has its key
     /// now), and posts ``ContextEvent/reload(_:)`` with ``ReloadReason/storeReplaced``, as
-    /// ``replaceStore(withContentsOf:)`` through this coordinator does. Under `followLock`.
+    /// ``replaceStore(withContentsOf:)`` through this coordinator does. Under `external.lock`.
     private func storeWasReplacedElsewhere(_ metadata: StoreMetadata) {
         adoptIdentity(of: metadata)
-        followState.withLock { state in
+        external.state.withLock { state in
             state.generation = metadata.generation
             state.entityGenerations = metadata.entityGenerations
             state.nonce = metadata.nonce
         }
-        scheduleCacheRefreshes(touching: Set(metadata.entityGenerations.keys))
-        for context in allContexts() {
+        caches.scheduleRefreshes(touching: Set(metadata.entityGenerations.keys))
+        for context in contexts.all() {
             context.enqueue { context.storeWasReplaced() }
         }
         // Counted once the contexts have it queued: a caller that sees it and waits for their
         // queues sees them reloaded.
-        followState.withLock { state in
+        external.state.withLock { state in
             state.statistics.generation = metadata.generation
             state.statistics.replacements += 1
         }
@@ -532,21 +390,21 @@ extension StoreCoordinator {
         let error = StoreError.modelMismatch(path: url?.path ?? ":memory:", storeVersion: metadata.modelVersion, storeHash: metadata.modelHash,
                                              modelVersion: model.versionIdentifier, modelHash: model.versionHash)
         identityProblem.withLock { $0 = error }
-        followState.withLock { $0.stopped = true }
-        follower?.stop()
-        for context in allContexts() {
+        external.state.withLock { $0.stopped = true }
+        external.follower.withLock { $0 }?.stop()
+        for context in contexts.all() {
             context.enqueue { context.storeWasReplaced() }
         }
-        followState.withLock { $0.statistics.modelChangedElsewhere = true }
+        external.state.withLock { $0.statistics.modelChangedElsewhere = true }
     }
 
-    /// Runs `body` on the follower's own reader (under `followLock`): its reads stay out of the
+    /// Runs `body` on the follower's own reader (under `external.lock`): its reads stay out of the
     /// pool and out of ``statistics``. A store without readers reads on the writer.
     private func withFollowReader<T>(_ body: (Connection) throws -> T) throws -> T {
         guard let readers else { return try withConnection(body) }
         do {
-            let reader = try followReader ?? readers.openDetached()
-            followReader = reader
+            let reader = try external.reader ?? readers.openDetached()
+            external.reader = reader
             defer { reader.endReads() }
             return try body(reader)
         } catch let error as SQLiteError {
@@ -557,14 +415,14 @@ extension StoreCoordinator {
     /// Pauses following other connections (a test that must choose when news arrives, as the
     /// controllers' model test does for its other routes); resuming catches up at once.
     @_spi(Testing) public func setFollowingPaused(_ paused: Bool) {
-        followState.withLock { $0.paused = paused }
-        if !paused { follower?.notice() }
+        external.state.withLock { $0.paused = paused }
+        if !paused { external.follower.withLock { $0 }?.notice() }
     }
 
     /// After this coordinator's own commit made `generation` (the lock held, COMMIT done): when
     /// the follower had seen everything before it, it needn't read this one back.
     func noteOwnCommit(generation: Int64, touched: Set<String>) {
-        followState.withLock { state in
+        external.state.withLock { state in
             let nonce = state.ownNonces[generation]
             state.ownNonces = state.ownNonces.filter { $0.key > generation }
             guard let nonce else { return }

@@ -21,7 +21,7 @@ extension StoreCoordinator {
         guard count > 0 else { return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: []) }
         let touched: Set<String> = [info.name]
         let (first, generation): (Int64, Int64) = try withConnection { db in
-            try db.transaction(.immediate) {
+            let committed: (Int64, Int64) = try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
                 // The keys: a block past every key handed out or stored, as reservePrimaryKey takes one.
                 let select = try db.cachedStatement(
@@ -89,9 +89,10 @@ extension StoreCoordinator {
                 let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin, history: history)
                 return (first, generation)
             }
+            finishBatch(touched: touched, deleted: [], generation: committed.1)
+            return committed
         }
         let ids = (first..<(first + count)).map { ObjectID(entity: info.internedName, primaryKey: $0) }
-        finishBatch(touched: touched, deleted: [], generation: generation)
         return BatchResult(entityName: info.name, objectIDs: ids, generation: generation, touchedEntities: touched)
     }
 
@@ -128,7 +129,7 @@ extension StoreCoordinator {
         }
         let touched: Set<String> = [info.name]
         let result: ([Int64], Int64?) = try withConnection { db in
-            try db.transaction(.immediate) {
+            let committed: ([Int64], Int64?) = try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
                 // The selected rows' keys are read first only where they are needed: for a
                 // window (limit, offset), or to name a row in an error. Otherwise the UPDATE
@@ -197,11 +198,12 @@ extension StoreCoordinator {
                 let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin, history: history)
                 return (keys, generation)
             }
+            if let generation = committed.1 { finishBatch(touched: touched, deleted: [], generation: generation) }
+            return committed
         }
         guard let generation = result.1 else {
             return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: [])
         }
-        finishBatch(touched: touched, deleted: [], generation: generation)
         return BatchResult(entityName: info.name, objectIDs: result.0.map { ObjectID(entity: info.internedName, primaryKey: $0) },
                            generation: generation, touchedEntities: touched)
     }
@@ -237,7 +239,7 @@ extension StoreCoordinator {
         // Attributes kept in the history's record of a delete are read before the rows go.
         let keepsValues = historyOptions.isEnabled && HistoryLog.keepsValues(info)
         let result: ([Int64], Int64?, Set<String>) = try withConnection { db in
-            try db.transaction(.immediate) {
+            let committed: ([Int64], Int64?, Set<String>) = try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
                 var history = HistoryLog.Record(kind: .batchDelete, author: transactionAuthor, context: nil)
                 if let plan, plan.windowSQL.isEmpty, !needsKeysFirst, !keepsValues {
@@ -350,12 +352,15 @@ extension StoreCoordinator {
                 let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin, history: history)
                 return (keys, generation, touched)
             }
+            if let generation = committed.1 {
+                finishBatch(touched: committed.2, deleted: Set(committed.0.map { ObjectID(entity: info.internedName, primaryKey: $0) }), generation: generation)
+            }
+            return committed
         }
         guard let generation = result.1 else {
             return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: [])
         }
         let ids = result.0.map { ObjectID(entity: info.internedName, primaryKey: $0) }
-        finishBatch(touched: result.2, deleted: Set(ids), generation: generation)
         return BatchResult(entityName: info.name, objectIDs: ids, generation: generation, touchedEntities: result.2)
     }
 
@@ -410,14 +415,12 @@ extension StoreCoordinator {
         }
     }
 
-    /// After a batch commit: refresh the section caches it outdated and tell every context.
+    /// After a batch commit (under the lock, COMMIT done): the section caches' logs note it with
+    /// keys unknown (their next refresh re-runs the request), and every context reads the
+    /// touched entities again.
     private func finishBatch(touched: Set<String>, deleted: Set<ObjectID>, generation: Int64) {
-        noteOwnCommit(generation: generation, touched: touched)
-        // Keys unknown to the caches' logs: their next refresh re-runs the request. (Noted after
-        // the lock: a log that sees generations out of order only starts again.)
-        noteCommit(generation: generation, touched: touched) { _ in nil }
-        scheduleCacheRefreshes(touching: touched)
-        tellContexts(changed: touched, deleted: deleted, deletionsNamed: true)
+        afterCommit(CommitEffects(origin: .ownCommit, commits: [CommitEffects.Commit(generation: generation, touched: touched) { _ in nil }],
+                                  news: .changed(touched, deleted: deleted, deletionsNamed: true)))
     }
 
     static func jsonKeys(_ keys: [Int64]) -> String {

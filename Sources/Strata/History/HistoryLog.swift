@@ -353,140 +353,64 @@ enum HistoryJSON: Equatable, CustomStringConvertible {
     }
 
     static func parse(_ text: String) throws -> HistoryJSON {
-        var parser = Parser(bytes: Array(text.utf8))
-        let value = try parser.value()
-        parser.skipSpace()
-        guard parser.index == parser.bytes.count else { throw Failure(reason: "text after the value") }
-        return value
+        var scanner = JSONScanner(Array(text.utf8))
+        do throws(JSONScanner.Failure) {
+            let value = try read(&scanner, depth: 0)
+            scanner.skipWhitespace()
+            guard scanner.isAtEnd else { throw scanner.failure("text after the value") }
+            return value
+        } catch {
+            throw Failure(reason: "\(error.reason) at \(error.position)")
+        }
     }
 
-    private struct Parser {
-        let bytes: [UInt8]
-        var index = 0
-
-        mutating func skipSpace() {
-            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 }
-        }
-
-        mutating func value() throws -> HistoryJSON {
-            skipSpace()
-            guard index < bytes.count else { throw Failure(reason: "unexpected end") }
-            switch bytes[index] {
-            case UInt8(ascii: "["):
-                index += 1
-                var items: [HistoryJSON] = []
-                skipSpace()
-                if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
-                while true {
-                    items.append(try value())
-                    skipSpace()
-                    guard index < bytes.count else { throw Failure(reason: "unterminated array") }
-                    if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                    if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
-                    throw Failure(reason: "expected , or ] at \(index)")
-                }
-            case UInt8(ascii: "{"):
-                index += 1
-                var fields: [String: HistoryJSON] = [:]
-                skipSpace()
-                if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(fields) }
-                while true {
-                    skipSpace()
-                    guard case .string(let key) = try value() else { throw Failure(reason: "a key is not a string at \(index)") }
-                    skipSpace()
-                    guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw Failure(reason: "expected : at \(index)") }
-                    index += 1
-                    fields[key] = try value()
-                    skipSpace()
-                    guard index < bytes.count else { throw Failure(reason: "unterminated object") }
-                    if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                    if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(fields) }
-                    throw Failure(reason: "expected , or } at \(index)")
-                }
-            case UInt8(ascii: "\""):
-                return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
-            default:
-                return try number()
+    /// One value on the shared scanner (``JSONScanner``); a record nests three levels at most.
+    private static func read(_ scanner: inout JSONScanner, depth: Int) throws(JSONScanner.Failure) -> HistoryJSON {
+        scanner.skipWhitespace()
+        guard depth <= 32 else { throw scanner.failure("nested too deep") }
+        switch scanner.next {
+        case UInt8(ascii: "[")?:
+            _ = scanner.consume(UInt8(ascii: "["))
+            var items: [HistoryJSON] = []
+            scanner.skipWhitespace()
+            if scanner.consume(UInt8(ascii: "]")) { return .array(items) }
+            while true {
+                items.append(try read(&scanner, depth: depth + 1))
+                scanner.skipWhitespace()
+                if scanner.consume(UInt8(ascii: ",")) { continue }
+                if scanner.consume(UInt8(ascii: "]")) { return .array(items) }
+                throw scanner.failure("expected , or ]")
             }
-        }
-
-        mutating func literal(_ word: String) throws {
-            let utf8 = Array(word.utf8)
-            guard index + utf8.count <= bytes.count, Array(bytes[index..<index + utf8.count]) == utf8 else {
-                throw Failure(reason: "unexpected text at \(index)")
+        case UInt8(ascii: "{")?:
+            _ = scanner.consume(UInt8(ascii: "{"))
+            var fields: [String: HistoryJSON] = [:]
+            scanner.skipWhitespace()
+            if scanner.consume(UInt8(ascii: "}")) { return .object(fields) }
+            while true {
+                scanner.skipWhitespace()
+                let key = try scanner.string()
+                scanner.skipWhitespace()
+                guard scanner.consume(UInt8(ascii: ":")) else { throw scanner.failure("expected :") }
+                fields[key] = try read(&scanner, depth: depth + 1)
+                scanner.skipWhitespace()
+                if scanner.consume(UInt8(ascii: ",")) { continue }
+                if scanner.consume(UInt8(ascii: "}")) { return .object(fields) }
+                throw scanner.failure("expected , or }")
             }
-            index += utf8.count
-        }
-
-        mutating func number() throws -> HistoryJSON {
-            let start = index
-            var isInteger = true
-            while index < bytes.count {
-                let byte = bytes[index]
-                if (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+") {
-                    index += 1
-                } else if byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
-                    isInteger = false
-                    index += 1
-                } else {
-                    break
-                }
-            }
-            let text = String(decoding: bytes[start..<index], as: UTF8.self)
-            if isInteger, let value = Int64(text) { return .integer(value) }
-            guard !text.isEmpty, let value = Double(text) else { throw Failure(reason: "not a number at \(start)") }
+        case UInt8(ascii: "\"")?:
+            return .string(try scanner.string())
+        case UInt8(ascii: "t")?: try scanner.literal("true"); return .bool(true)
+        case UInt8(ascii: "f")?: try scanner.literal("false"); return .bool(false)
+        case UInt8(ascii: "n")?: try scanner.literal("null"); return .null
+        case nil:
+            throw scanner.failure("unexpected end")
+        default:
+            let start = scanner.position
+            let (text, isInteger) = try scanner.number()
+            let string = String(decoding: text, as: UTF8.self)
+            if isInteger, let value = Int64(string) { return .integer(value) }
+            guard let value = Double(string) else { throw JSONScanner.Failure(reason: "not a number", position: start) }
             return .double(value)
-        }
-
-        mutating func string() throws -> String {
-            index += 1
-            var scalars = String.UnicodeScalarView()
-            var run = index
-            func flush() { if run < index { scalars.append(contentsOf: String(decoding: bytes[run..<index], as: UTF8.self).unicodeScalars) } }
-            while index < bytes.count {
-                let byte = bytes[index]
-                if byte == UInt8(ascii: "\"") {
-                    flush()
-                    index += 1
-                    return String(scalars)
-                }
-                if byte == UInt8(ascii: "\\") {
-                    flush()
-                    index += 1
-                    guard index < bytes.count else { break }
-                    let escape = bytes[index]
-                    index += 1
-                    switch escape {
-                    case UInt8(ascii: "n"): scalars.append("\n")
-                    case UInt8(ascii: "r"): scalars.append("\r")
-                    case UInt8(ascii: "t"): scalars.append("\t")
-                    case UInt8(ascii: "b"): scalars.append("\u{8}")
-                    case UInt8(ascii: "f"): scalars.append("\u{c}")
-                    case UInt8(ascii: "u"):
-                        guard index + 4 <= bytes.count, let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
-                            throw Failure(reason: "bad \\u escape at \(index)")
-                        }
-                        index += 4
-                        var scalar = code
-                        // A surrogate pair.
-                        if (0xD800...0xDBFF).contains(code), index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u"),
-                           let low = UInt32(String(decoding: bytes[index + 2..<index + 6], as: UTF8.self), radix: 16), (0xDC00...0xDFFF).contains(low) {
-                            scalar = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                            index += 6
-                        }
-                        guard let value = Unicode.Scalar(scalar) else { throw Failure(reason: "bad \\u escape") }
-                        scalars.append(value)
-                    default: scalars.append(Unicode.Scalar(escape))
-                    }
-                    run = index
-                    continue
-                }
-                index += 1
-            }
-            throw Failure(reason: "unterminated string")
         }
     }
 }
