@@ -93,7 +93,7 @@ extension ManagedObjectContext {
         if hasChanges {
             post(.willSave)
             try validateForSave()
-            if let committed = try commitThroughCleanAncestors(author: author) { return committed }
+            if case .committed(let result) = try commitThroughCleanAncestors(author: author) { return result }
             own = Checkpoint(self, ids: Array(inserted.keys) + Array(updated.keys) + Array(deleted.keys))
             pushed = try saveIntoParent(forwardNow: false)
         }
@@ -111,8 +111,17 @@ extension ManagedObjectContext {
         }
     }
 
-    /// The shortcut of ``saveToStore()``: `nil` when an ancestor has changes of its own (or
-    /// there is nothing for SQL to write), the commit's result otherwise.
+    /// What the shortcut of ``saveToStore()`` did.
+    private enum Shortcut {
+        /// Not taken: an ancestor has changes of its own, or there is nothing for SQL to write.
+        /// The save goes level by level.
+        case notTaken
+        /// Committed; the result is `nil` when every change resolved to the other side's
+        /// version (nothing written, the generation unchanged).
+        case committed(CommitResult?)
+    }
+
+    /// The shortcut of ``saveToStore()``: when every ancestor is clean, one commit from here.
     ///
     /// Each ancestor is found clean on its own queue, then the commit runs on this context's
     /// queue with the root's merge policy, holding no ancestor's queue: main keeps serving reads
@@ -122,10 +131,10 @@ extension ManagedObjectContext {
     /// save: its own pending changes stay on top; what saves them next meets our rows as any
     /// later save does (row versions, its merge policy). Sequentially the result is that of the
     /// level-by-level save.
-    private func commitThroughCleanAncestors(author: String?) throws -> CommitResult?? {
-        guard parent != nil else { return nil }
+    private func commitThroughCleanAncestors(author: String?) throws -> Shortcut {
+        guard parent != nil else { return .notTaken }
         let changes = try pendingStoreChanges()
-        guard !changes.isEmpty else { return nil }
+        guard !changes.isEmpty else { return .notTaken }
         var ancestors: [ManagedObjectContext] = []
         var next = parent
         while let ancestor = next {
@@ -134,7 +143,7 @@ extension ManagedObjectContext {
         }
         let root = ancestors[ancestors.count - 1]
         for ancestor in ancestors {
-            guard ancestor.performAndWait({ !ancestor.hasChanges }) else { return nil }
+            guard ancestor.performAndWait({ !ancestor.hasChanges }) else { return .notTaken }
         }
         let policy = root.performAndWait { root.policy }
         let author = author ?? ancestors.lazy.compactMap(\.author).first
@@ -156,7 +165,7 @@ extension ManagedObjectContext {
         }
         let (saved, removed) = finishSave(outcome.resolutions, committed: true, gather: isObserved)
         post(.didSave(DidSave(saved, generation: outcome.result?.generation)), removed: removed)
-        return .some(outcome.result)
+        return .committed(outcome.result)
     }
 
     /// The rows a root commit of the pending changes writes, with their new versions.

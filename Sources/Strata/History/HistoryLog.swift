@@ -241,20 +241,7 @@ enum HistoryLog {
     }
 
     static func quote(_ text: String) -> String {
-        var out = "\""
-        out.reserveCapacity(text.utf8.count + 2)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        quotedString(text, escapingDelete: false) { String(format: "\\u%04x", $0) }
     }
 
     static func decode(_ json: HistoryJSON, as type: AttributeType) throws -> AttributeValue? {
@@ -370,33 +357,13 @@ enum HistoryJSON: Equatable, CustomStringConvertible {
         guard depth <= 32 else { throw scanner.failure("nested too deep") }
         switch scanner.next {
         case UInt8(ascii: "[")?:
-            _ = scanner.consume(UInt8(ascii: "["))
             var items: [HistoryJSON] = []
-            scanner.skipWhitespace()
-            if scanner.consume(UInt8(ascii: "]")) { return .array(items) }
-            while true {
-                items.append(try read(&scanner, depth: depth + 1))
-                scanner.skipWhitespace()
-                if scanner.consume(UInt8(ascii: ",")) { continue }
-                if scanner.consume(UInt8(ascii: "]")) { return .array(items) }
-                throw scanner.failure("expected , or ]")
-            }
+            try scanner.array { scanner throws(JSONScanner.Failure) in items.append(try read(&scanner, depth: depth + 1)) }
+            return .array(items)
         case UInt8(ascii: "{")?:
-            _ = scanner.consume(UInt8(ascii: "{"))
             var fields: [String: HistoryJSON] = [:]
-            scanner.skipWhitespace()
-            if scanner.consume(UInt8(ascii: "}")) { return .object(fields) }
-            while true {
-                scanner.skipWhitespace()
-                let key = try scanner.string()
-                scanner.skipWhitespace()
-                guard scanner.consume(UInt8(ascii: ":")) else { throw scanner.failure("expected :") }
-                fields[key] = try read(&scanner, depth: depth + 1)
-                scanner.skipWhitespace()
-                if scanner.consume(UInt8(ascii: ",")) { continue }
-                if scanner.consume(UInt8(ascii: "}")) { return .object(fields) }
-                throw scanner.failure("expected , or }")
-            }
+            try scanner.object { scanner, key throws(JSONScanner.Failure) in fields[key] = try read(&scanner, depth: depth + 1) }
+            return .object(fields)
         case UInt8(ascii: "\"")?:
             return .string(try scanner.string())
         case UInt8(ascii: "t")?: try scanner.literal("true"); return .bool(true)

@@ -342,22 +342,25 @@ extension StoreCoordinator {
                 }
             }
         }
-        guard found.complete else {
-            afterCommit(CommitEffects(origin: .otherConnections, commits: [], news: .changed(changed)))
-            return changed
-        }
-        guard !found.transactions.isEmpty else { return [] }
         // Who hears: exactly who hears the same commit made in this process. A save reaches the
         // roots that merge others' saves (automaticallyMergesChangesFromParent) and, through
         // them, their merging children; a batch request reaches every context. So the rows go to
         // the merging roots, and the contexts outside their reach hear of the batch requests
         // only, as of a batch request here (see "Who hears a commit" in HistoryAndOtherProcesses).
-        let commits = found.transactions.map { token, touched, keys in
-            CommitEffects.Commit(generation: token, touched: touched) { entities in keys.filter { entities.contains($0.key) } }
+        // When the history can't name the rows, every context hears which entities changed.
+        let effects: CommitEffects
+        if found.complete {
+            guard !found.transactions.isEmpty else { return [] }
+            let commits = found.transactions.map { token, touched, keys in
+                CommitEffects.Commit(generation: token, touched: touched) { entities in keys.filter { entities.contains($0.key) } }
+            }
+            effects = CommitEffects(origin: .otherConnections, commits: commits,
+                                    news: .merge(found.rows, generation: found.generation, batchEntities: found.batchEntities, rerun: found.rerun))
+        } else {
+            effects = CommitEffects(origin: .otherConnections, commits: [], news: .changed(changed))
         }
-        afterCommit(CommitEffects(origin: .otherConnections, commits: commits,
-                                  news: .merge(found.rows, generation: found.generation, batchEntities: found.batchEntities, rerun: found.rerun)))
-        return found.transactions.reduce(into: Set<String>()) { $0.formUnion($1.1) }
+        afterCommit(effects)
+        return found.complete ? found.transactions.reduce(into: Set<String>()) { $0.formUnion($1.1) } : changed
     }
 
     /// Another connection replaced the store under this coordinator (another UUID, an older

@@ -181,15 +181,13 @@ struct ModelJSONReader {
 
     struct Parser {
         private var scanner: JSONScanner
-        /// Nesting limit: the model's JSON is 5 levels deep; deeper input is JSONDecoder's.
-        private var depth = 0
 
         init(bytes: [UInt8]) { scanner = JSONScanner(bytes) }
 
         mutating func parseDocument() -> Value? {
             do {
                 scanner.skipWhitespace()
-                let value = try parseValue()
+                let value = try Parser.value(&scanner, depth: 0)
                 scanner.skipWhitespace()
                 return scanner.isAtEnd ? value : nil
             } catch {
@@ -197,60 +195,32 @@ struct ModelJSONReader {
             }
         }
 
-        private mutating func parseValue() throws(JSONScanner.Failure) -> Value {
+        /// One value. Nesting limit: the model's JSON is 5 levels deep; deeper input is
+        /// JSONDecoder's.
+        private static func value(_ scanner: inout JSONScanner, depth: Int) throws(JSONScanner.Failure) -> Value {
             switch scanner.next {
-            case UInt8(ascii: "{")?: return try parseObject()
-            case UInt8(ascii: "[")?: return try parseArray()
+            case UInt8(ascii: "{")?:
+                guard depth < 32 else { throw scanner.failure("nested too deep") }
+                var fields = Fields()
+                try scanner.object { scanner, key throws(JSONScanner.Failure) in
+                    let member = try value(&scanner, depth: depth + 1)
+                    // A repeated key: which one counts is JSONDecoder's to say.
+                    // The lookup is linear: an object far larger than any of a model's (a dozen
+                    // keys) is JSONDecoder's, so no input makes the reader quadratic.
+                    guard fields.members.count < 64, fields.add(key, member) else { throw scanner.failure("a repeated key") }
+                }
+                return .object(fields)
+            case UInt8(ascii: "[")?:
+                guard depth < 32 else { throw scanner.failure("nested too deep") }
+                var values: [Value] = []
+                try scanner.array { scanner throws(JSONScanner.Failure) in values.append(try value(&scanner, depth: depth + 1)) }
+                return .array(values)
             case UInt8(ascii: "\"")?: return .string(try scanner.string())
             case UInt8(ascii: "t")?: try scanner.literal("true"); return .bool(true)
             case UInt8(ascii: "f")?: try scanner.literal("false"); return .bool(false)
             case UInt8(ascii: "n")?: try scanner.literal("null"); return .null
             case nil: throw scanner.failure("unexpected end")
             default: return .number(try scanner.number().text)
-            }
-        }
-
-        private mutating func parseObject() throws(JSONScanner.Failure) -> Value {
-            depth += 1
-            defer { depth -= 1 }
-            guard depth <= 32 else { throw scanner.failure("nested too deep") }
-            _ = scanner.consume(UInt8(ascii: "{"))
-            var fields = Fields()
-            scanner.skipWhitespace()
-            if scanner.consume(UInt8(ascii: "}")) { return .object(fields) }
-            while true {
-                scanner.skipWhitespace()
-                let key = try scanner.string()
-                scanner.skipWhitespace()
-                guard scanner.consume(UInt8(ascii: ":")) else { throw scanner.failure("expected :") }
-                scanner.skipWhitespace()
-                let value = try parseValue()
-                // A repeated key: which one counts is JSONDecoder's to say.
-                // The lookup is linear: an object far larger than any of a model's (a dozen
-                // keys) is JSONDecoder's, so no input makes the reader quadratic.
-                guard fields.members.count < 64, fields.add(key, value) else { throw scanner.failure("a repeated key") }
-                scanner.skipWhitespace()
-                if scanner.consume(UInt8(ascii: ",")) { continue }
-                guard scanner.consume(UInt8(ascii: "}")) else { throw scanner.failure("expected , or }") }
-                return .object(fields)
-            }
-        }
-
-        private mutating func parseArray() throws(JSONScanner.Failure) -> Value {
-            depth += 1
-            defer { depth -= 1 }
-            guard depth <= 32 else { throw scanner.failure("nested too deep") }
-            _ = scanner.consume(UInt8(ascii: "["))
-            var values: [Value] = []
-            scanner.skipWhitespace()
-            if scanner.consume(UInt8(ascii: "]")) { return .array(values) }
-            while true {
-                scanner.skipWhitespace()
-                values.append(try parseValue())
-                scanner.skipWhitespace()
-                if scanner.consume(UInt8(ascii: ",")) { continue }
-                guard scanner.consume(UInt8(ascii: "]")) else { throw scanner.failure("expected , or ]") }
-                return .array(values)
             }
         }
     }

@@ -23,158 +23,24 @@ extension StoreCoordinator {
         let outcome: CommitOutcome = try withConnection { db in
             let outcome = try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: origin)
-                var resolutions: [ObjectID: Resolution] = [:]
-                var conflicts: [MergeConflict] = []
-                // Whether any row changed: a save whose every change resolved to their version
-                // writes nothing and must not bump the generation.
-                var wrote = false
-                // What the history records: the rows as they were written.
-                let recording = historyOptions.isEnabled
-                var history = HistoryLog.Record(kind: .save, author: author, context: origin)
-                var deletedKeys: [String: [Int64]] = [:]
-                func recordDelete(_ info: EntityInfo, _ key: Int64, _ original: RowSnapshot) {
-                    guard recording else { return }
-                    if HistoryLog.keepsValues(info) {
-                        history.add(info.name, .delete, [key], HistoryLog.deleteData(info, old: original))
-                    } else {
-                        deletedKeys[info.name, default: []].append(key)
-                    }
-                }
-                /// Runs the policy on a row whose optimistic write found another version.
-                func resolve(_ info: EntityInfo, _ key: Int64, original: RowSnapshot, ours: RowSnapshot?) throws -> (RowSnapshot?, ConflictOutcome?) {
-                    let theirs = try StoreCoordinator.readRow(db, info, key)
-                    let id = ObjectID(entity: info.internedName, primaryKey: key)
-                    do {
-                        return (theirs, try policy.resolve(info, id, original: original, ours: ours, theirs: theirs, stored: { theirs }))
-                    } catch let error as MergeConflictError {
-                        conflicts += error.conflicts
-                        return (theirs, .adoptDeletion)
-                    }
-                }
-                for (info, key, original) in changes.deleted {
-                    try db.cachedStatement(info.deleteSQL).execute(.integer(key), .integer(original.version))
-                    guard db.changes == 0 else {
-                        wrote = true
-                        recordDelete(info, key, original)
-                        continue
-                    }
-                    let id = ObjectID(entity: info.internedName, primaryKey: key)
-                    switch try resolve(info, key, original: original, ours: nil) {
-                    case (let theirs, nil), (let theirs, .delete?):
-                        try db.cachedStatement(info.forceDeleteSQL).execute(.integer(key))
-                        if db.changes > 0 {
-                            wrote = true
-                            recordDelete(info, key, theirs ?? original)
-                        }
-                    case (_, .adoptTheirs(let theirs)?):
-                        resolutions[id] = .adoptedTheirs(theirs)
-                    case (_, .adoptDeletion?), (_, .write?):
-                        resolutions[id] = .deletedByThem
-                    }
-                }
-                for (owner, table, column, key) in changes.joinRowsOfDeleted where resolutions[owner] == nil {
-                    try db.cachedStatement("DELETE FROM \(table) WHERE \(column) = ?").execute(.integer(key))
-                    wrote = wrote || db.changes > 0
-                }
-                // One statement lookup per entity, not per row: every parameter is bound for each
-                // row, so the statement is only reset between rows.
-                var statements: [ObjectIdentifier: Statement] = [:]
-                func statement(_ info: EntityInfo, _ sql: String) throws -> Statement {
-                    let key = ObjectIdentifier(info)
-                    if let statement = statements[key] { return statement }
-                    let statement = try db.cachedStatement(sql)
-                    statements[key] = statement
-                    return statement
-                }
-                // Rows come grouped by entity: one lookup of the entity and its statement per run
-                // (not per row: each took references to count).
-                var entity: EntityInfo?
-                var insert: Statement?
-                var danglingKeys = DanglingKeyCheck(db, inserting: changes.inserted, schema: model.schema)
-                for (id, row) in changes.inserted {
-                    if entity?.internedName !== id.entity {
-                        guard let info = model.schema.info(of: id) else { throw ObjectError.unknownEntity(id.entityName) }
-                        entity = info
-                        insert = try statement(info, info.insertSQL)
-                    }
-                    guard let insert, let entity else { preconditionFailure("a run of rows starts with its entity's INSERT") }
-                    try insert.bind(id.primaryKey, at: 1)
-                    try row.execute(insert, from: 2)
-                    try danglingKeys.check(entity, id.primaryKey, row, original: nil)
-                    wrote = true
-                }
-                if recording {
-                    // Runs of one entity: one record each (their keys are mostly one range).
-                    var start = 0
-                    while start < changes.inserted.count {
-                        let entity = changes.inserted[start].0.entity
-                        var end = start
-                        while end < changes.inserted.count, changes.inserted[end].0.entity === entity { end += 1 }
-                        history.add(changes.inserted[start].0.entityName, .insert, changes.inserted[start..<end].map(\.0.primaryKey))
-                        start = end
-                    }
-                }
-                statements.removeAll(keepingCapacity: true)
-                for (info, key, row, original) in changes.updated {
-                    let update = try statement(info, info.updateSQL)
-                    try row.bind(to: update, from: 1)
-                    try update.bind(key, at: Int32(info.columns.count + 1))
-                    try update.bind(original.version, at: Int32(info.columns.count + 2))
-                    try update.execute()
-                    guard db.changes == 0 else {
-                        wrote = true
-                        if recording, let data = HistoryLog.updateData(info, new: row, old: original) { history.add(info.name, .update, [key], data) }
-                        continue
-                    }
-                    let id = ObjectID(entity: info.internedName, primaryKey: key)
-                    switch try resolve(info, key, original: original, ours: row) {
-                    case (let theirs, nil):
-                        resolutions[id] = .written(try StoreCoordinator.forceUpdate(db, info, key, row))
-                        wrote = true
-                        if recording, let data = HistoryLog.updateData(info, new: row, old: theirs ?? original) { history.add(info.name, .update, [key], data) }
-                    case (let theirs, .write(let merged)?):
-                        resolutions[id] = .written(try StoreCoordinator.forceUpdate(db, info, key, merged))
-                        wrote = true
-                        if recording, let data = HistoryLog.updateData(info, new: merged, old: theirs ?? original) { history.add(info.name, .update, [key], data) }
-                    case (_, .adoptTheirs(let theirs)?):
-                        resolutions[id] = .adoptedTheirs(theirs)
-                    case (_, .adoptDeletion?), (_, .delete?):
-                        resolutions[id] = .deletedByThem
-                    }
-                }
-                try danglingKeys.checkUpdated(changes.updated, resolutions)
-                conflicts += danglingKeys.conflicts
-                // The other direction: rows saved elsewhere since this context deleted their
-                // destination still name it. Its delete rule reaches them here, in SQL.
-                let ourDeletes = changes.deleted.filter { resolutions[ObjectID(entity: $0.0.internedName, primaryKey: $0.1)] == nil }
-                let references = try DeletedRowReferences.resolve(db, schema: model.schema, deleted: ourDeletes.map { ($0.0, $0.1) })
-                conflicts += references.conflicts
-                if !conflicts.isEmpty {
+                var transaction = CommitTransaction(db, schema: model.schema, policy: policy, changes: changes,
+                                                    history: historyOptions.isEnabled ? HistoryRecorder(author: author, context: origin) : nil)
+                try transaction.deleteRows()
+                try transaction.deleteJoinRowsOfDeleted()
+                try transaction.insertRows()
+                try transaction.updateRows()
+                try transaction.checkReferences()
+                if !transaction.conflicts.isEmpty {
                     // Conflicts on rows of a store replaced or restored under this coordinator are
                     // no conflicts: the store is another one (one row read, on this path only).
                     try checkLineage(db)
-                    throw MergeConflictError(conflicts: conflicts)
+                    throw MergeConflictError(conflicts: transaction.conflicts)
                 }
-                if !references.nullified.isEmpty { wrote = true }
-                // Membership is not part of a row, so a row conflict does not drop it, unless one
-                // side's row was deleted by someone else.
-                func gone(_ id: ObjectID) -> Bool { resolutions[id] == .deletedByThem }
-                var links = HistoryLinks()
-                for (owner, other, table, a, b) in changes.joinDeletes where !gone(owner) && !gone(other) {
-                    try db.cachedStatement("DELETE FROM \(table) WHERE \"a\" = ? AND \"b\" = ?").execute(.integer(a), .integer(b))
-                    wrote = wrote || db.changes > 0
-                    if recording, db.changes > 0 { links.note(owner, other, table, added: false, schema: model.schema) }
-                }
-                for (owner, other, table, a, b) in changes.joinInserts where !gone(owner) && !gone(other) {
-                    try db.cachedStatement("INSERT OR IGNORE INTO \(table) (\"a\", \"b\") VALUES (?, ?)").execute(.integer(a), .integer(b))
-                    wrote = wrote || db.changes > 0
-                    if recording, db.changes > 0 { links.note(owner, other, table, added: true, schema: model.schema) }
-                }
-                guard wrote else { return CommitOutcome(result: nil, resolutions: resolutions) }
-                for (entity, keys) in deletedKeys.sorted(by: { $0.key < $1.key }) { history.add(entity, .delete, keys) }
-                links.record(into: &history)
+                try transaction.writeMembership()
+                guard transaction.wrote else { return CommitOutcome(result: nil, resolutions: transaction.resolutions) }
                 KillPoint.hit("rows.written", in: origin)
-                let touched = changes.touchedEntities.union(references.nullified.keys)
+                let touched = changes.touchedEntities.union(transaction.nullified.keys)
+                let history = transaction.history?.record() ?? HistoryLog.Record(kind: .save, author: author, context: origin)
                 let (generation, nonce) = try stampCommit(db, touching: touched, origin: origin, history: history)
                 if refreshModelJSON {
                     // Same hash, newer defaults or validation rules: keep the stored model current.
@@ -183,7 +49,7 @@ extension StoreCoordinator {
                 }
                 return CommitOutcome(
                     result: CommitResult(generation: generation, nonce: nonce, touchedEntities: touched),
-                    resolutions: resolutions, nullified: references.nullified)
+                    resolutions: transaction.resolutions, nullified: transaction.nullified)
             }
             if let result = outcome.result {
                 refreshModelJSON = false                    // under the lock, once COMMIT succeeded
@@ -285,7 +151,7 @@ extension StoreCoordinator {
     }
 
     /// Writes `row` whatever the stored version; returns it with the new version.
-    private static func forceUpdate(_ db: Connection, _ info: EntityInfo, _ key: Int64, _ row: RowSnapshot) throws -> RowSnapshot {
+    static func forceUpdate(_ db: Connection, _ info: EntityInfo, _ key: Int64, _ row: RowSnapshot) throws -> RowSnapshot {
         let update = try db.cachedStatement(info.forceUpdateSQL)
         try row.bind(to: update, from: 1)
         try update.bind(key, at: Int32(info.columns.count + 1))

@@ -36,6 +36,42 @@ struct JSONScanner {
         return true
     }
 
+    /// An object at the position (on its `{`): `member` is called with each key, the scanner
+    /// on the member's value, which it must read.
+    mutating func object(_ member: (inout JSONScanner, String) throws(Failure) -> Void) throws(Failure) {
+        guard consume(UInt8(ascii: "{")) else { throw failure("expected an object") }
+        skipWhitespace()
+        if consume(UInt8(ascii: "}")) { return }
+        while true {
+            skipWhitespace()
+            let key = try string()
+            skipWhitespace()
+            guard consume(UInt8(ascii: ":")) else { throw failure("expected :") }
+            skipWhitespace()
+            try member(&self, key)
+            skipWhitespace()
+            if consume(UInt8(ascii: ",")) { continue }
+            guard consume(UInt8(ascii: "}")) else { throw failure("expected , or }") }
+            return
+        }
+    }
+
+    /// An array at the position (on its `[`): `element` is called with the scanner on each
+    /// element, which it must read.
+    mutating func array(_ element: (inout JSONScanner) throws(Failure) -> Void) throws(Failure) {
+        guard consume(UInt8(ascii: "[")) else { throw failure("expected an array") }
+        skipWhitespace()
+        if consume(UInt8(ascii: "]")) { return }
+        while true {
+            skipWhitespace()
+            try element(&self)
+            skipWhitespace()
+            if consume(UInt8(ascii: ",")) { continue }
+            guard consume(UInt8(ascii: "]")) else { throw failure("expected , or ]") }
+            return
+        }
+    }
+
     /// `true`, `false` or `null` at the position.
     mutating func literal(_ word: StaticString) throws(Failure) {
         let count = word.utf8CodeUnitCount
