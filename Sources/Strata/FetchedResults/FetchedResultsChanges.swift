@@ -250,6 +250,10 @@ public struct FetchedResultsTracking: Sendable, Equatable {
     /// (changed by a commit not yet merged, or by an edit not yet reported): that row was placed
     /// again with the changed ones.
     public var stalePlacements = 0
+    /// Re-runs because a changed row read a related object (through a sort key path) otherwise
+    /// than the list knew it: the list had that object's values from a read of the store ahead
+    /// of the context (another connection's commit not yet merged). Counted in ``reruns`` too.
+    public var relatedAheadReruns = 0
     public init(reruns: Int = 0, rowsEvaluated: Int = 0, rowsProbed: Int = 0) {
         self.reruns = reruns
         self.rowsEvaluated = rowsEvaluated

@@ -95,6 +95,13 @@ extension AnyFetchedResultsController {
     /// values now would misplace the row being placed, so it is placed again too.
     private struct StaleNeighbour: Error { let key: Int64 }
 
+    /// A row being placed reads a related object (through a sort key path) otherwise than the
+    /// list knows it: the list took that object's values from a read of the store that is ahead
+    /// of this context (another connection's commit not yet merged here), and placing the row by
+    /// the context's older values would put it where the object's news, when it is merged, no
+    /// longer moves it (two-process burst test: a book left alone under its shelf's old label).
+    private struct RelatedAhead: Error {}
+
     /// One changed row's place: before (from the key index) and after (once re-inserted).
     struct Tracked {
         var key: Int64
@@ -189,6 +196,7 @@ extension AnyFetchedResultsController {
                 contentStamped.remove(entry.key)
                 guard let subject = try VisibleSubject(context: context, info: plan.info, key: entry.key),
                       try plan.condition?.evaluate(subject) ?? true else { continue }
+                guard try relatedValuesAsKnown(subject, plan, dependencies) else { throw RelatedAhead() }
                 let all = try plan.sortValues(subject)
                 probed[entry.key] = all
                 var stamp = entry.oldStamp
@@ -213,6 +221,11 @@ extension AnyFetchedResultsController {
             // Put the last good layout back; the next change re-runs the request.
             self.rows = before
             self.locations = AnyFetchedResultsController.locations(of: before)
+            if error is RelatedAhead {
+                // One consistent read instead: the rows and the related values together.
+                trackingStatistics.relatedAheadReruns += 1
+                return try rerun(own, plan)
+            }
             if let stale = error as? StaleNeighbour {
                 guard !candidates.contains(stale.key) else {
                     throw FetchedResultsError.trackingFailed(reason: "a row of \(plan.info.name) changed while being placed")
