@@ -214,4 +214,83 @@ import StrataSQLite
         #expect(throws: StoreError.self) { try fixture.container.coordinator.currentHistoryToken() }
         fixture.other.close()
     }
+
+    /// A list that knows a related object from the store, ahead of its context: another
+    /// connection relabelled shelf S from "A" to "B"; main still holds S as "A" (the follower had
+    /// not merged it yet); the list, fetched after the commit, shows S's books under "B". A
+    /// sibling's save then renames one of them. Placing it by main's view of S put it alone under
+    /// "A", and when the relabel was merged nothing moved it (S's values were already known as
+    /// "B"): the two-process burst test's finding. Now the placement re-runs the request.
+    @Test func aRowIsNotPlacedByARelatedObjectOlderThanTheListKnowsIt() throws {
+        let directory = TemporaryDirectory("strata-related-ahead")
+        let url = directory.file("shelves.sqlite")
+        let model = TestModels.bookshelf()
+        let container = try PersistentContainer(model: model, url: url)
+        defer { container.coordinator.close() }
+        let main = container.mainContext
+        let seed = container.newUpdateContext()
+        let (shelfID, bookIDs) = try seed.performAndWait {
+            let s = try seed.insert("Shelf")
+            try s.setValue("A", forKey: "label")
+            let t = try seed.insert("Shelf")
+            try t.setValue("C", forKey: "label")
+            var books: [ObjectID] = []
+            for (title, shelf) in [("x", s), ("y", s), ("z", t)] {
+                let book = try seed.insert("Book")
+                try book.setValue(title, forKey: "title")
+                try book.setValue(shelf, forKey: "shelf")
+                books.append(book.objectID)
+            }
+            try seed.saveToStore()
+            return (s.objectID, books)
+        }
+        container.waitForPendingMerges()
+        // Main holds S with its values.
+        let label = try main.performAndWait { try main.existingObject(with: shelfID).value(forKey: "label") as? String }
+        #expect(label == "A")
+
+        // Another connection relabels S; main does not hear of it yet.
+        container.coordinator.setFollowingPaused(true)
+        let other = try StoreCoordinator(model: model, url: url, options: .notFollowing)
+        defer { other.close() }
+        let elsewhere = other.newContext()
+        try elsewhere.performAndWait {
+            try elsewhere.existingObject(with: shelfID).setValue("B", forKey: "label")
+            try elsewhere.save()
+        }
+
+        let request = FetchRequest(entityName: "Book", sortKeys: [.ascending("shelf.label"), .ascending("title")])
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: main, sectionNameKeyPath: "shelf.label")
+        let delegate = RecordingDelegate()
+        try main.performAndWait {
+            try controller.performFetch()
+            controller.delegate = delegate
+        }
+        main.performAndWait { #expect(FetchedResultsRegressionTests.layout(controller) == ["B[\(bookIDs[0].primaryKey) \(bookIDs[1].primaryKey)]", "C[\(bookIDs[2].primaryKey)]"]) }
+
+        // A sibling renames x to yy (after y): main merges it and the list places it.
+        let background = container.newBackgroundContext()
+        try background.performAndWait {
+            try background.existingObject(with: bookIDs[0]).setValue("yy", forKey: "title")
+            try background.save()
+        }
+        container.waitForPendingMerges()
+        let fresh = try FetchedResultsRegressionTests.freshLayout(container, request, sectionKeyPath: "shelf.label")
+        main.performAndWait {
+            #expect(FetchedResultsRegressionTests.layout(controller) == fresh)
+            #expect(controller.trackingStatistics.relatedAheadReruns == 1)
+        }
+
+        // Once main hears of the relabel, the list still shows every book of S under "B".
+        container.coordinator.setFollowingPaused(false)
+        let generation = try other.currentHistoryToken().generation
+        let deadline = ContinuousClock.now + .seconds(20)
+        while container.coordinator.externalChangeStatistics.generation < generation, ContinuousClock.now < deadline { usleep(500) }
+        container.waitForPendingMerges()
+        let after = try FetchedResultsRegressionTests.freshLayout(container, request, sectionKeyPath: "shelf.label")
+        main.performAndWait {
+            #expect(after == ["B[\(bookIDs[1].primaryKey) \(bookIDs[0].primaryKey)]", "C[\(bookIDs[2].primaryKey)]"])
+            #expect(FetchedResultsRegressionTests.layout(controller) == after)
+        }
+    }
 }
