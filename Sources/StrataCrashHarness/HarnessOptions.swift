@@ -19,7 +19,7 @@ struct HarnessOptions {
     }
 
     static let usage = """
-        usage: strata-crash-harness --store PATH [--seed N] [--commits N] [--journal wal|delete]
+        usage: StrataCrashHarness --store PATH [--seed N] [--commits N] [--journal wal|delete]
                                     [--synchronous full|normal]
                                     [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close|flips|add-checksums]
                                     [--first N]

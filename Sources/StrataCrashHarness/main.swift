@@ -1,4 +1,4 @@
-// strata-crash-harness: the child process of the crash suite (Tests/StrataCrashTests).
+// StrataCrashHarness: the child process of the crash suite (Tests/StrataCrashTests).
 //
 // It opens a store through a PersistentContainer, keeps a results controller with a cache name
 // on main, runs a seeded workload (update → main → writer saves) and acknowledges every commit on
@@ -9,7 +9,7 @@
 // The parent kills it at a named kill point (STRATA_KILL_POINT=name[:nth], armed by the library)
 // or at a random time, then checks the store. Usage:
 //
-//     strata-crash-harness --store PATH [--seed N] [--commits N] [--journal wal|delete]
+//     StrataCrashHarness --store PATH [--seed N] [--commits N] [--journal wal|delete]
 //                          [--synchronous full|normal]
 //                          [--mode run|recover|seed-scenario|torn-commit|migrate|migrate-mapping|exit-without-close|flips|add-checksums]
 
@@ -26,7 +26,7 @@ let options: HarnessOptions
 do {
     options = try HarnessOptions.parse(arguments)
 } catch {
-    FileHandle.standardError.write(Data("strata-crash-harness: \(error)\n\(HarnessOptions.usage)\n".utf8))
+    FileHandle.standardError.write(Data("StrataCrashHarness: \(error)\n\(HarnessOptions.usage)\n".utf8))
     exit(64)
 }
 
@@ -36,7 +36,7 @@ if options.mode == .exitWithoutClose {
     do {
         try exitWithoutClose(options)
     } catch {
-        FileHandle.standardError.write(Data("strata-crash-harness: \(error)\n".utf8))
+        FileHandle.standardError.write(Data("StrataCrashHarness: \(error)\n".utf8))
         exit(1)
     }
 } else {
@@ -74,7 +74,7 @@ if options.mode == .exitWithoutClose {
         try Harness(options).run()
         exit(0)
     } catch {
-        FileHandle.standardError.write(Data("strata-crash-harness: \(error)\n".utf8))
+        FileHandle.standardError.write(Data("StrataCrashHarness: \(error)\n".utf8))
         exit(1)
     }
 }

@@ -1,4 +1,4 @@
-// strata-history-writer: the writing child of the two-process external-changes test
+// StrataHistoryWriter: the writing child of the two-process external-changes test
 // (Tests/StrataCrashTests/ExternalChangesProcessTests.swift).
 //
 // It opens the store (TestModels.bookshelf(): Shelf(label) ←→ Book(title, pages, shelf)) on a
@@ -14,7 +14,7 @@
 // random moment, or arms a kill point (STRATA_KILL_POINT=name[:nth], e.g. writer.rows.written or
 // batch.history.written), which ends it inside a commit. Usage:
 //
-//     strata-history-writer --store PATH --seed N [--count N]
+//     StrataHistoryWriter --store PATH --seed N [--count N]
 
 import Foundation
 import Logging
@@ -32,7 +32,7 @@ LoggingSystem.bootstrap { label in
 }
 
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("strata-history-writer: \(message)\n".utf8))
+    FileHandle.standardError.write(Data("StrataHistoryWriter: \(message)\n".utf8))
     exit(1)
 }
 

@@ -3,7 +3,7 @@ import Strata
 import StrataTestSupport
 import Testing
 
-/// Real processes that end normally without `close()` (`strata-crash-harness --mode
+/// Real processes that end normally without `close()` (`StrataCrashHarness --mode
 /// exit-without-close`): the cache write their last fetch scheduled reaches the disk through the
 /// coordinator's exit hook, and a normal session writes nothing on stderr when the app never
 /// configured swift-log. Not gated like ``CrashSuite``: each test runs one or two short processes.

@@ -3,7 +3,7 @@ import Foundation
 import StrataTestSupport
 import Testing
 
-/// The crash suite: real `strata-crash-harness` child processes killed with SIGKILL, at every
+/// The crash suite: real `StrataCrashHarness` child processes killed with SIGKILL, at every
 /// named kill point and at random times, in three store configurations; after every kill the
 /// store is checked in this process (see ``StoreVerifier``).
 ///

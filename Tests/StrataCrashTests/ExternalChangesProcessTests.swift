@@ -6,7 +6,7 @@ import Strata
 import StrataTestSupport
 import Testing
 
-/// Live delivery of another process's commits, with two real processes: a `strata-history-writer`
+/// Live delivery of another process's commits, with two real processes: a `StrataHistoryWriter`
 /// child (Sources/StrataHistoryWriter) commits random saves and batch requests in lockstep with
 /// this test, which holds a sectioned and a flat results controller on a container's main context
 /// and makes no call: the container follows the store by itself. After every commit the follower
@@ -519,7 +519,7 @@ extension ExternalChangesProcessTests {
         }
     }
 
-    /// A `strata-history-writer` child: "go" on its stdin (a socket, written with MSG_NOSIGNAL, so
+    /// A `StrataHistoryWriter` child: "go" on its stdin (a socket, written with MSG_NOSIGNAL, so
     /// that a dead child never raises SIGPIPE here), lines from its stdout (a pipe), its stderr in a
     /// file (read once it ended: the kill point it reached).
     final class WriterChild {

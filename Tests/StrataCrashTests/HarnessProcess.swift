@@ -91,7 +91,7 @@ struct HarnessRun: Sendable {
     }
 }
 
-/// Finds, starts, kills and waits for `strata-crash-harness` child processes (Foundation's
+/// Finds, starts, kills and waits for `StrataCrashHarness` child processes (Foundation's
 /// `Process`: posix_spawn, never fork in the test runner).
 enum HarnessProcess {
     static let executableName = "StrataCrashHarness"

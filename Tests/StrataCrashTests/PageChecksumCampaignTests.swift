@@ -7,7 +7,7 @@ import Testing
 
 /// The page-checksum flip campaign: random single-byte changes at random offsets of a populated
 /// store (pages of tables, indexes, the meta tables, free pages), each on a fresh copy, then open
-/// + read everything + `store check`, in `strata-crash-harness --mode flips` child processes so a
+/// + read everything + `store check`, in `StrataCrashHarness --mode flips` child processes so a
 /// crash is counted, not fatal. Every flip must be detected (a typed error on the read, or the
 /// check), none may be read as a wrong value, and no child may crash.
 ///

@@ -6,7 +6,7 @@ import Testing
 /// `saveToStore()`'s shortcut (an update context committing straight through a clean main and
 /// writer) reaches the commit's kill points under the name of the root context that commits, as
 /// ``KillPoint`` promises: `writer.transaction.begun`, not `context.transaction.begun`. Real
-/// processes (`strata-crash-harness --mode exit-without-close`, whose commits are update-context
+/// processes (`StrataCrashHarness --mode exit-without-close`, whose commits are update-context
 /// `saveToStore()` calls with main and writer clean). Not gated: two short processes.
 @Suite(.serialized) struct SaveToStoreKillPointTests {
     static func launch(_ store: URL, killPoint: String?) throws -> HarnessRun {

@@ -3,7 +3,7 @@ internal import Strata
 
 /// The page-checksum flip campaign's two halves, shared by the test that builds the store
 /// (StrataCrashTests/PageChecksumCampaignTests) and the harness that flips and reads it
-/// (`strata-crash-harness --mode flips`).
+/// (`StrataCrashHarness --mode flips`).
 public enum FlipCampaign {
     /// A populated store of the company model: every attribute type, to-ones, to-manys, a
     /// many-to-many join table, a compound index, and free pages (a fifth of the items deleted).
