@@ -78,3 +78,14 @@ extension StoreOptions {
         return options
     }
 }
+
+extension StoreCoordinator {
+    /// Waits (up to `timeout`) until this coordinator's follower has caught up with another
+    /// connection's commit `generation`; whether it did.
+    @discardableResult
+    public func waitUntilFollowed(_ generation: Int64, timeout: Duration = .seconds(20)) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while externalChangeStatistics.generation < generation, ContinuousClock.now < deadline { usleep(500) }
+        return externalChangeStatistics.generation >= generation
+    }
+}

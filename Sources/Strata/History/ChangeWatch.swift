@@ -13,9 +13,9 @@ internal import Glibc
 /// dead: it logs why, remembers it (``failure``), and tells every registration (`died`), whose
 /// follower counts it (``ExternalChangeStatistics/changeWatchFailures``) and polls at its full
 /// rate from then on. Nothing is lost but the quick notice.
-// @unchecked Sendable because `fd` is set once in init and `state` is behind its own lock. The
-// thread lives as long as the process (one per process, however many stores are followed), or
-// until the watch dies.
+// The thread lives as long as the process (one per process, however many stores are followed),
+// or until the watch dies.
+// @unchecked Sendable because `fd` is set once in init and `state` is behind its own lock.
 final class ChangeWatch: @unchecked Sendable {
     static let shared: ChangeWatch? = ChangeWatch()
 

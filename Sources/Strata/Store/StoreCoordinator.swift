@@ -20,10 +20,10 @@ internal import StrataSQLite
 // lock (`contexts`, `caches`, `external`). Lock order: `external.lock`, then `lock`, then any
 // `Locked` box; never the other way round.
 //
-// @unchecked Sendable because its mutable properties (`connection`'s use, `uuid`,
-// `refreshModelJSON`, `commitsSincePrune`) are touched only inside `lock.withLock` (here and in
-// StoreCoordinator+Commit.swift, through `withConnection`); everything else is immutable after
-// init or a lock of its own.
+// Its mutable properties (`connection`'s use, `uuid`, `refreshModelJSON`, `commitsSincePrune`) are
+// touched only inside `lock.withLock` (here and in StoreCoordinator+Commit.swift, through
+// `withConnection`); everything else is immutable after init or a lock of its own.
+// @unchecked Sendable because every mutable property is guarded by `lock`, as listed above.
 public final class StoreCoordinator: @unchecked Sendable {
     /// The store format this Strata writes and reads.
     public static let formatVersion = 1

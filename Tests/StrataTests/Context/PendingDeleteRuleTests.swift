@@ -86,10 +86,7 @@ import StrataTestSupport
             let other = try StoreCoordinator(model: rule.model, url: url, options: .notFollowing)
             defer { other.close() }
             newcomerID = try saveNewcomer(in: other.newContext())
-            let generation = try other.currentHistoryToken().generation
-            let deadline = ContinuousClock.now + .seconds(20)
-            while container.coordinator.externalChangeStatistics.generation < generation, ContinuousClock.now < deadline { usleep(500) }
-            #expect(container.coordinator.externalChangeStatistics.generation == generation)
+            #expect(container.coordinator.waitUntilFollowed(try other.currentHistoryToken().generation))
         }
         container.waitForPendingMerges()
 
@@ -229,10 +226,7 @@ import StrataTestSupport
                     try edit(context)
                     try context.save()
                 }
-                let generation = try other.currentHistoryToken().generation
-                let deadline = ContinuousClock.now + .seconds(20)
-                while container.coordinator.externalChangeStatistics.generation < generation, ContinuousClock.now < deadline { usleep(500) }
-                #expect(container.coordinator.externalChangeStatistics.generation == generation)
+                #expect(container.coordinator.waitUntilFollowed(try other.currentHistoryToken().generation))
             default:
                 let background = container.newBackgroundContext()
                 try background.performAndWait {

@@ -283,9 +283,7 @@ import StrataSQLite
 
         // Once main hears of the relabel, the list still shows every book of S under "B".
         container.coordinator.setFollowingPaused(false)
-        let generation = try other.currentHistoryToken().generation
-        let deadline = ContinuousClock.now + .seconds(20)
-        while container.coordinator.externalChangeStatistics.generation < generation, ContinuousClock.now < deadline { usleep(500) }
+        #expect(container.coordinator.waitUntilFollowed(try other.currentHistoryToken().generation))
         container.waitForPendingMerges()
         let after = try FetchedResultsRegressionTests.freshLayout(container, request, sectionKeyPath: "shelf.label")
         main.performAndWait {

@@ -31,11 +31,7 @@ import StrataTestSupport
             }
             return try writer.currentHistoryToken().generation
         }
-        func followed(_ generation: Int64) -> Bool {
-            let deadline = ContinuousClock.now + .seconds(20)
-            while coordinator.externalChangeStatistics.generation < generation, ContinuousClock.now < deadline { usleep(1000) }
-            return coordinator.externalChangeStatistics.generation >= generation
-        }
+        func followed(_ generation: Int64) -> Bool { coordinator.waitUntilFollowed(generation) }
 
         #expect(followed(try commit("a")))
         #expect(coordinator.externalChangeStatistics.changeWatchFailures == 0)
