@@ -3,9 +3,10 @@ extension ManagedObjectContext {
     /// Brings this context up to date with another context's save, without reading the store.
     ///
     /// Registered objects take the saved values: an unchanged object takes them all; one with
-    /// pending changes keeps its changed properties and takes the rest, and its saved snapshot
-    /// becomes the new one (so its next save does not conflict with the merged save). Objects the
-    /// save deleted leave the context.
+    /// pending changes keeps its changed properties and takes the rest (under
+    /// ``MergePolicy/overwrite`` it keeps all of them). Its next save decides the conflict by
+    /// ``mergePolicy`` exactly as it would have, had it met the merged save in the store first:
+    /// under ``MergePolicy/error`` it throws. Objects the save deleted leave the context.
     ///
     /// The objects-did-change it posts names **every** inserted, updated and deleted ID of the save,
     /// registered here or not, so that a results controller re-evaluates rows it has never
@@ -20,6 +21,7 @@ extension ManagedObjectContext {
     /// (the child the rows came from, which has them already).
     func merge(_ rows: RowChanges, generation: Int64?, except origin: ManagedObjectContext? = nil) {
         assertOnQueue()
+        var rows = rows
         // A pending delete's rule may undo what the merge brings (a row moved to an owner deleted
         // here is let go of again): the values it had here before tell whether it changed at all.
         let rulesMayRun = !deleted.isEmpty
@@ -38,15 +40,19 @@ extension ManagedObjectContext {
                 object.current = row
                 object.committed = row
             case .updated, .deleted:
-                object.current = ManagedObjectContext.keepingChanges(of: object, over: row)
-                object.committed = row
+                mergeUnderPendingChanges(object, row)
             case .inserted, .invalid:
                 break
             }
         }
         var removed: ObjectTable = [:]
+        var kept = Set<ObjectID>()
         for id in rows.deleted {
             guard let object = registered[id] ?? deleted[id] else { continue }
+            if keepsChangesOverTheirDelete(object) {
+                kept.insert(id)
+                continue
+            }
             registered[id] = nil
             updated[id] = nil
             deleted[id] = nil
@@ -54,6 +60,8 @@ extension ManagedObjectContext {
             object.state = .invalid
             removed[id] = object
         }
+        // Kept objects are still here, for this context's lists and its children alike.
+        if !kept.isEmpty { rows.deleted.subtract(kept) }
         for id in rows.toManyTouched {
             guard let object = registered[id] else { continue }
             for index in object.toMany.indices where object.state != .inserted { object.toMany[index].committed = nil }
@@ -174,15 +182,16 @@ extension ManagedObjectContext {
                 // An object with pending changes keeps them, over the row as it is now: its
                 // saved snapshot must not stay behind the store, or a rollback would bring back
                 // values nobody has any more (and a list would show them). Properties it did not
-                // change take the new values. A row gone is left to the save to find.
+                // change take the new values (unless the policy is `overwrite`), and the save
+                // still meets the change as a conflict. A row gone is left to the save to find.
                 let read: RowSnapshot??
                 do { read = .some(try parentRow(for: object.objectID)) } catch { read = nil }
                 switch read {
                 case let row??:
-                    let merged = ManagedObjectContext.keepingChanges(of: object, over: row)
-                    if merged != object.current { changes.refreshed.insert(object.objectID) }
-                    object.current = merged
-                    object.committed = row
+                    // As a merge: the policy decides at the save (`mergeUnderPendingChanges`).
+                    let before = object.current
+                    mergeUnderPendingChanges(object, row)
+                    if object.current != before { changes.refreshed.insert(object.objectID) }
                 case nil?:
                     // Gone. An object whose only change is its membership in a to-many (kept in
                     // the other side's rows) has nothing left to save: it leaves the context.
@@ -297,10 +306,64 @@ extension ManagedObjectContext {
         registered[id] = nil
         updated[id] = nil
         deleted[id] = nil
+        conflictBases[id] = nil
         object.state = .invalid
         removed[id] = object
         changes.refreshed.remove(id)
         changes.invalidated.insert(id)
+    }
+
+    /// A merged row meets an object with pending changes here. Its save decides the conflict by
+    /// this context's ``mergePolicy`` exactly as it would have had the row reached the store
+    /// before the merge reached this context (issue 46, point 5): the row the changes were made
+    /// over stays the save's `original` (``conflictBases``) for the policies that do not let our
+    /// side win, and `overwrite` keeps our whole object as it is.
+    ///
+    /// - `inMemoryWinsPerProperty`: the object shows the row under the properties changed here,
+    ///   which is what that policy's save writes; nothing is left to decide.
+    /// - `overwrite`: the object keeps its values (a new version only); its save writes them whole.
+    /// - `error`, `storeWinsPerProperty`, `rollback`: the object shows the row under its changes,
+    ///   and its save meets the row as a conflict: it throws, takes their properties, or takes
+    ///   their whole object.
+    /// - A pending delete: `overwrite` and `inMemoryWinsPerProperty` let it go ahead; under the
+    ///   others its save throws, as against the store (a delete's rules cannot be taken back).
+    func mergeUnderPendingChanges(_ object: ManagedObject, _ row: RowSnapshot) {
+        guard let read = object.committed else { return }
+        if row != read {
+            switch policy {
+            case .error, .storeWinsPerProperty, .rollback:
+                if conflictBases[object.objectID] == nil { conflictBases[object.objectID] = read }
+            case .overwrite, .inMemoryWinsPerProperty:
+                break
+            }
+        }
+        if policy == .overwrite, object.state == .updated {
+            object.current.version = row.version
+        } else {
+            object.current = ManagedObjectContext.keepingChanges(of: object, over: row)
+        }
+        object.committed = row
+    }
+
+    /// A merged delete meets `object`'s pending update. Under the policies whose save refuses an
+    /// update of a row deleted elsewhere (`error`, `overwrite`, `inMemoryWinsPerProperty`) the
+    /// object stays, with its changes, until its save throws that conflict, as it would have
+    /// against the store (a rollback or a refresh then takes it out). Under `storeWinsPerProperty`
+    /// and `rollback` their delete wins now, as it would at the save. Returns whether it stays.
+    private func keepsChangesOverTheirDelete(_ object: ManagedObject) -> Bool {
+        // An object whose only change is its membership in a to-many (kept in the other side's
+        // rows) has nothing of its own row to save: it leaves, as with every policy.
+        guard object.state == .updated, let read = object.committed,
+              object.current != read || conflictBases[object.objectID] != nil else { return false }
+        switch policy {
+        case .storeWinsPerProperty, .rollback:
+            return false
+        case .error, .overwrite, .inMemoryWinsPerProperty:
+            let id = object.objectID
+            if conflictBases[id] == nil { conflictBases[id] = read }
+            goneElsewhere.insert(id)
+            return true
+        }
     }
 
     /// `row`, with the properties `object` changed since it was read kept as they are now.
@@ -358,6 +421,9 @@ extension ManagedObjectContext {
                          removed: inout ObjectTable) throws {
         let id = object.objectID
         guard object.state != .inserted, object.state != .invalid else { return }
+        // A refresh is the app taking the level above's row on purpose: the conflict a merge
+        // left to the save (see `mergeUnderPendingChanges`) is settled by it.
+        conflictBases[id] = nil
         if !mergeChanges {
             // The destinations of the to-ones it had and has: their one-to-many members counted
             // its pending change, which is about to be discarded.

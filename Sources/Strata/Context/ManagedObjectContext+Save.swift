@@ -235,9 +235,9 @@ extension ManagedObjectContext {
         var push = Push()
         for object in inserted.values { push.inserted.append((object.objectID, object.current, object.toMany)) }
         for object in updated.values where hasPendingDifference(object) {
-            push.updated.append((object.objectID, object.committed ?? object.current, object.current, object.toMany))
+            push.updated.append((object.objectID, original(of: object) ?? object.current, object.current, object.toMany))
         }
-        for object in deleted.values { push.deleted.append((object.objectID, object.committed ?? object.current)) }
+        for object in deleted.values { push.deleted.append((object.objectID, original(of: object) ?? object.current)) }
         let policy = self.policy
         let (checkpoint, resolutions, arrived) = try parent.performAndWait {
             try parent.receive(push, policy: policy, from: self, forwardNow: forwardNow)
@@ -349,6 +349,7 @@ extension ManagedObjectContext {
         updated = [:]
         deleted = [:]
         goneElsewhere = []
+        conflictBases = [:]
         if !resolved.isEmpty, isObserved { post(.objectsDidChange(resolved), removed: removed) }
         forward(news, except: nil)
         return (rows, removed)
@@ -386,7 +387,7 @@ extension ManagedObjectContext {
             if !object.info.toManyStorage.isEmpty { collectJoinChanges(object, into: &changes) }
         }
         for object in updated.values where hasPendingDifference(object) {
-            if let original = object.committed, object.current != original {
+            if let original = original(of: object), object.current != original {
                 changes.updated.append((object.info, object.primaryKey, object.current, original))
             }
             changes.touchedEntities.insert(object.info.name)
@@ -397,7 +398,7 @@ extension ManagedObjectContext {
         Self.sortByEntityNameAndKey(&changes.inserted)
         changes.updated.sort { ($0.0.ordinal, $0.1) < ($1.0.ordinal, $1.1) }
         for object in deleted.values {
-            changes.deleted.append((object.info, object.primaryKey, object.committed ?? object.current))
+            changes.deleted.append((object.info, object.primaryKey, original(of: object) ?? object.current))
             changes.touchedEntities.insert(object.info.name)
             for storage in object.info.toManyStorage {
                 if case let .joinTable(table, own, _) = storage {

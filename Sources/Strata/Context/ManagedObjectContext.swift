@@ -48,6 +48,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// ``StoreCoordinator/processExternalChanges()``): a rollback removes them instead of bringing
     /// back values no row holds.
     var goneElsewhere = Set<ObjectID>()
+    /// Objects with pending changes under which a merge brought a newer row, while the merge
+    /// policy leaves the conflict to the save: the row the changes were made over, which the save
+    /// checks against the store (or the parent) instead of the merged one. Emptied with the
+    /// pending changes (a save, a rollback, a refresh). See `mergeUnderPendingChanges(_:_:)`.
+    var conflictBases: [ObjectID: RowSnapshot] = [:]
 
     var policy: MergePolicy = .error
     /// ``transactionAuthor``, behind its own lock: set from any thread, as Core Data's is set
@@ -178,6 +183,13 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     func hasPendingDifference(_ object: ManagedObject) -> Bool {
         object.current != object.committed || object.toMany.contains(where: \.hasChanges)
+            || (!conflictBases.isEmpty && conflictBases[object.objectID] != nil)
+    }
+
+    /// The row a save checks `object`'s pending changes against: the one they were made over.
+    func original(of object: ManagedObject) -> RowSnapshot? {
+        if !conflictBases.isEmpty, let base = conflictBases[object.objectID] { return base }
+        return object.committed
     }
 
     /// `info(_:)` for inserts, remembering the last entity: a loop inserting one entity compares
@@ -358,6 +370,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
             forwarded.deleted.insert(object.objectID)
         }
         goneElsewhere = []
+        conflictBases = [:]
         for object in reverted where object.state != .invalid {
             let wasDeleted = object.state == .deleted
             if let row = current?[object.objectID] {
@@ -403,6 +416,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         updated = [:]
         deleted = [:]
         goneElsewhere = []
+        conflictBases = [:]
         localChanges = ObjectChanges()
         post(.reload(reason))
     }

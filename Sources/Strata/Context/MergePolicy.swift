@@ -14,6 +14,11 @@
 /// | ``overwrite`` | our whole object | throws | our delete wins |
 /// | ``rollback`` | their whole object (our changes to it are dropped) | their delete wins | throws |
 ///
+/// The table holds whether the other side's save reached this context first (a merge: a
+/// sibling's save, another process's commit that the follower brought) or this context's save met
+/// it in the store first: a merge into an object with pending changes leaves the conflict to the
+/// save (see <doc:HistoryAndOtherProcesses>, "Who hears a commit").
+///
 /// Under every policy, a save is refused when a to-one it writes names an object another save
 /// deleted after this context read it (the conflict's `theirs` is ``MergeConflict/Value/missing(_:)``):
 /// writing it would leave a dangling reference in the store. Core Data refuses such a save too.

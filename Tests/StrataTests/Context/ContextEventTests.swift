@@ -351,6 +351,9 @@ import Synchronization
         let (main, writer, coordinator) = (container.mainContext, container.writerContext, container.coordinator)
         // Main holds Ann (clean), Bob (with a pending name) and Ann's badge; the writer holds Ann.
         let (ann, bob, badge) = try main.performAndWait {
+            // Main's pending change saves on top of the merged row under a policy that keeps
+            // its properties (under `.error` its save would meet the merged save as a conflict).
+            main.mergePolicy = .inMemoryWinsPerProperty
             let bob = try main.existingObject(with: seed.bob)
             try bob.setValue("Robert", forKey: "name")
             return (try main.existingObject(with: seed.ann), bob, try main.existingObject(with: seed.badge))
@@ -405,7 +408,7 @@ import Synchronization
         #expect(writerEntries.map { Self.describe($0.event) } == [expected])
         #expect(writerEntries.first?.objects == [seed.ann: ObjectIdentifier(writerAnn)])
 
-        // New objects are visible; main's pending change saves on top without a conflict.
+        // New objects are visible; main's pending change saves on top (its policy keeps its properties).
         try main.performAndWait { () throws -> Void in
             #expect(try main.fetchObjectIDs(FetchRequest(entityName: "Employee", sortKeys: [.ascending("name")]))
                     == [seed.ann, seed.cy, dee, seed.bob])
@@ -455,6 +458,8 @@ import Synchronization
         let second = coordinator.newContext(name: "second")
         #expect(!second.automaticallyMergesChangesFromParent)
         let (ann, bob, badge) = try second.performAndWait {
+            // As above: the pending change saves on top of the merged row under this policy.
+            second.mergePolicy = .inMemoryWinsPerProperty
             let bob = try second.existingObject(with: seed.bob)
             try bob.setValue("Robert", forKey: "name")
             return (try second.existingObject(with: seed.ann), bob, try second.existingObject(with: seed.badge))
@@ -491,7 +496,7 @@ import Synchronization
             #expect(badge.managedObjectContext == nil)
             #expect(try ann.value(forKey: "badge") == nil)
             #expect(coordinator.statistics.totalExecuted == 0)
-            // Bob's snapshot is the merged row: his change saves without a conflict.
+            // Bob's change saves over the merged row: his name, their age.
             #expect(try second.save()?.generation == 3)
         }
         #expect(recorder.takeEvents().first == Self.changed(inserted: [dee], updated: [seed.ann, seed.bob], deleted: [seed.badge]))

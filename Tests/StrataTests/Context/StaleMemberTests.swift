@@ -82,6 +82,11 @@ import StrataTestSupport
         }
         try check("before main saves")
         try main.performAndWait {
+            // Main's pending delete of X meets the batch's update of X: a conflict whether or
+            // not the batch merged first (issue 46, point 5), decided by main's policy, or by the
+            // writer's where the writer never held X; under this policy our delete wins.
+            main.mergePolicy = .inMemoryWinsPerProperty
+            container.writerContext.performAndWait { container.writerContext.mergePolicy = .inMemoryWinsPerProperty }
             if saveToStore { _ = try main.saveToStore() } else { _ = try main.save() }
         }
         container.waitForPendingMerges()

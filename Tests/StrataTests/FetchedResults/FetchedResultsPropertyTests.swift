@@ -49,6 +49,7 @@ import StrataTestSupport
             try run.resynchronise()
         }
         print("frc-property: batches=\(completed) mismatches=\(mismatches) seed=\(seed)")
+        print("frc-property reached: \(run.tally)")
         #expect(mismatches == 0, "frc-property: \(mismatches) of \(completed) batches mismatched; replay with STRATA_FRC_SEED=\(seed)")
         // Every kind of change was exercised (in a run of normal length): the property is not vacuous.
         let tally = run.tally
@@ -105,7 +106,11 @@ private struct World: Equatable {
                 merged.categories[key] = name
             }
         }
-        for key in before.goods.keys where after.goods[key] == nil { merged.goods[key] = nil }
+        // Deleted by them: gone from main too, unless main has a pending change to the good's
+        // values. Under main's `inMemoryWinsPerProperty` that save would refuse the delete, so
+        // the merge keeps the good, with main's values, until main's save throws (issue 46,
+        // point 5): `keptOverTheirDelete`.
+        for key in before.goods.keys where after.goods[key] == nil && merged.goods[key] == before.goods[key] { merged.goods[key] = nil }
         for (key, new) in after.goods {
             guard let old = before.goods[key] else {
                 merged.goods[key] = new
@@ -150,11 +155,13 @@ private struct Tally: CustomStringConvertible {
     var sectionInserts = 0, sectionDeletes = 0, inserts = 0, deletes = 0, updates = 0
     var movesWithinSection = 0, movesAcrossSections = 0
     var batchesWithSeveralChangeSets = 0, pendingMainBackgroundBatches = 0
+    /// Saves through main refused because main kept goods a background save deleted.
+    var refusedOverKeptGoods = 0
 
     var description: String {
         "section inserts \(sectionInserts), section deletes \(sectionDeletes), inserts \(inserts), deletes \(deletes), updates \(updates), "
             + "moves within \(movesWithinSection), moves across \(movesAcrossSections), batches with several change sets \(batchesWithSeveralChangeSets), "
-            + "background batches over unsaved main changes \(pendingMainBackgroundBatches)"
+            + "background batches over unsaved main changes \(pendingMainBackgroundBatches), saves refused over kept goods \(refusedOverKeptGoods)"
     }
 }
 
@@ -184,6 +191,9 @@ private struct PropertyRun {
     var layout: ControllerLayout
     var tally = Tally()
     var lastMode: Route = .saveToStore
+    /// Goods main changed that a background save then deleted: main keeps them until a save
+    /// through it is refused (see `World.merging`).
+    var keptGoods: Set<Int64> = []
     var lastOperations: [String] = []
 
     var context: ManagedObjectContext { container.mainContext }
@@ -219,6 +229,12 @@ private struct PropertyRun {
         self.names = names
         main = world
         store = world
+        // The model (`World.merging`) keeps main's unsaved changes over what background saves
+        // bring, per property, at main's save too: `inMemoryWinsPerProperty` on main and the
+        // writer. (Under `.error` such a save throws: a merge leaves the conflict to the save.)
+        for context in [container.mainContext, container.writerContext] {
+            context.performAndWait { context.mergePolicy = .inMemoryWinsPerProperty }
+        }
         controller = FetchedResultsController(fetchRequest: request, managedObjectContext: container.mainContext,
                                               sectionNameKeyPath: "category.name")
         let (controller, recorder, context) = (self.controller, self.recorder, container.mainContext)
@@ -230,6 +246,12 @@ private struct PropertyRun {
         if layout != world.expectedLayout() {
             Issue.record("the first fetch differs from the model:\n  fetched \(layout.render(names))\n  model   \(world.expectedLayout().render(names))")
         }
+    }
+
+    /// Goods `world` (main's) holds that the store no longer has: changed on main, then deleted
+    /// by a background save.
+    func keptOverTheirDelete(_ world: World) -> Set<Int64> {
+        keptGoods.filter { world.goods[$0] != nil }
     }
 
     /// After a mismatch: fetch again, so that the following batches are checked on their own.
@@ -265,14 +287,29 @@ private struct PropertyRun {
             self.names = names
             lastOperations = log
         }
-        try target.performAndWait {
-            for _ in 0..<operationCount {
-                try PropertyRun.randomOperation(in: target, world: &world, rng: &rng, log: &log, names: &names)
+        do {
+            try target.performAndWait {
+                for _ in 0..<operationCount {
+                    try PropertyRun.randomOperation(in: target, world: &world, rng: &rng, log: &log, names: &names)
+                }
+                switch route {
+                case .saveIntoMain, .background: try target.save()
+                case .saveToStore: try target.saveToStore()
+                }
             }
-            switch route {
-            case .saveIntoMain, .background: try target.save()
-            case .saveToStore: try target.saveToStore()
-            }
+        } catch let error as MergeConflictError where route == .saveToStore && !keptOverTheirDelete(world).isEmpty {
+            // The cascade met main's kept goods (changed on main, deleted by a background
+            // save): refused whole, every context as it was. The app rolls main back, which
+            // takes the kept goods out; the update context is dropped.
+            let kept = keptOverTheirDelete(world)
+            guard Set(error.conflicts.map(\.objectID.primaryKey)).isSubset(of: kept) else { throw error }
+            tally.refusedOverKeptGoods += 1
+            context.performAndWait { context.rollback() }
+            container.waitForPendingMerges()
+            main = store
+            keptGoods = []
+            return check(number, route: route, operations: log + ["(refused: kept goods \(kept.sorted()); main rolled back)"], names: names,
+                         mainBefore: mainBefore, mainHadUnsavedChanges: mainHadUnsavedChanges)
         }
         container.waitForPendingMerges()
         switch route {
@@ -281,7 +318,11 @@ private struct PropertyRun {
         case .saveToStore:
             main = world
             store = world
+            keptGoods = []
         case .background:
+            for (key, stored) in store.goods where world.goods[key] == nil {
+                if let mine = main.goods[key], mine != stored { keptGoods.insert(key) }
+            }
             main = main.merging(storeBefore: store, storeAfter: world)
             store = world
         }

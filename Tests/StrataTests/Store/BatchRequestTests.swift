@@ -225,11 +225,15 @@ import StrataTestSupport
         try g.coordinator.execute(BatchUpdateRequest(entityName: "Good", predicate: try Condition("name == 'Apple'"),
                                                      propertiesToUpdate: ["number": 9, "name": "Apricot"]))
         g.container.waitForPendingMerges()
-        // As Core Data's merge of a batch's IDs with mergeChanges: the context heard of the
-        // batch, so its edit stays over the new row (name from the batch, number its own) and
-        // its save is no conflict, even under the strict policy.
+        // The context heard of the batch: its edit stays over the new row (name from the batch,
+        // number its own). The merge does not settle the conflict, though: under the strict
+        // policy the save throws, as it would have had it met the batch's row in the store
+        // (issue 46, point 5); a policy under which our properties win saves it.
         let seen = try other.performAndWait { () throws -> (String, Int64) in
             let apple = try other.existingObject(with: appleID, as: SeedGood.self)
+            #expect((apple.name, apple.number) == ("Apricot", 5))
+            #expect(throws: MergeConflictError.self) { try other.save() }
+            other.mergePolicy = .inMemoryWinsPerProperty
             try other.save()
             return (apple.name, apple.number)
         }
