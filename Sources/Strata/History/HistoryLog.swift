@@ -196,17 +196,42 @@ enum HistoryLog {
     }
 
     static func decodeKeys(_ text: String) throws -> [Int64] {
-        guard case .array(let items) = try HistoryJSON.parse(text) else { throw HistoryJSON.Failure(reason: "keys are not an array") }
+        var text = text
+        return try text.withUTF8 { try decodeKeys($0) }
+    }
+
+    /// The keys of a record (its `keys` column's bytes, as the statement lends them).
+    static func decodeKeys(_ bytes: UnsafeBufferPointer<UInt8>) throws -> [Int64] {
+        var scanner = JSONScanner(bytes)
+        do throws(JSONScanner.Failure) {
+            scanner.skipWhitespace()
+            let keys = try readKeys(&scanner)
+            scanner.skipWhitespace()
+            guard scanner.isAtEnd else { throw scanner.failure("text after the keys") }
+            return keys
+        } catch {
+            throw HistoryJSON.Failure(reason: "\(error.reason) at \(error.position)")
+        }
+    }
+
+    /// A key list at the scanner's position: integers and `[first, last]` ranges.
+    static func readKeys(_ scanner: inout JSONScanner) throws(JSONScanner.Failure) -> [Int64] {
+        guard scanner.next == UInt8(ascii: "[") else { throw scanner.failure("keys are not an array") }
         var keys: [Int64] = []
-        for item in items {
-            switch item {
-            case .integer(let key): keys.append(key)
-            case .array(let pair) where pair.count == 2:
-                guard case .integer(let first) = pair[0], case .integer(let last) = pair[1], first <= last else {
-                    throw HistoryJSON.Failure(reason: "a key range is not two ascending integers")
+        try scanner.array { scanner throws(JSONScanner.Failure) in
+            if scanner.next == UInt8(ascii: "[") {
+                var pair: [Int64] = []
+                try scanner.array { scanner throws(JSONScanner.Failure) in
+                    guard pair.count < 2 else { throw scanner.failure("a key range is not two ascending integers") }
+                    pair.append(try scanner.integer())
                 }
-                keys.append(contentsOf: first...last)
-            default: throw HistoryJSON.Failure(reason: "a key is neither an integer nor a range")
+                guard pair.count == 2, pair[0] <= pair[1] else { throw scanner.failure("a key range is not two ascending integers") }
+                keys.append(contentsOf: pair[0]...pair[1])
+            } else {
+                guard let next = scanner.next, next == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(next) else {
+                    throw scanner.failure("a key is neither an integer nor a range")
+                }
+                keys.append(try scanner.integer())
             }
         }
         return keys
@@ -340,7 +365,14 @@ enum HistoryJSON: Equatable, CustomStringConvertible {
     }
 
     static func parse(_ text: String) throws -> HistoryJSON {
-        var scanner = JSONScanner(Array(text.utf8))
+        var text = text
+        return try text.withUTF8 { bytes in
+            var scanner = JSONScanner(bytes)
+            return try parse(&scanner)
+        }
+    }
+
+    static func parse(_ scanner: inout JSONScanner) throws -> HistoryJSON {
         do throws(JSONScanner.Failure) {
             let value = try read(&scanner, depth: 0)
             scanner.skipWhitespace()
@@ -352,7 +384,7 @@ enum HistoryJSON: Equatable, CustomStringConvertible {
     }
 
     /// One value on the shared scanner (``JSONScanner``); a record nests three levels at most.
-    private static func read(_ scanner: inout JSONScanner, depth: Int) throws(JSONScanner.Failure) -> HistoryJSON {
+    static func read(_ scanner: inout JSONScanner, depth: Int) throws(JSONScanner.Failure) -> HistoryJSON {
         scanner.skipWhitespace()
         guard depth <= 32 else { throw scanner.failure("nested too deep") }
         switch scanner.next {

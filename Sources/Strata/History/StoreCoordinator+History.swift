@@ -45,11 +45,19 @@ extension StoreCoordinator {
                     if let token, token.generation < generation { throw HistoryError.expired(token: token, oldestKept: nil) }
                     return []
                 }
-                let through = try StoreCoordinator.contiguousEnd(db, after: token?.generation, store: store, storeGeneration: generation,
-                                                                 limit: limit)
-                guard let through else { return [] }
-                let transactions = try StoreCoordinator.readHistory(db, after: token?.generation ?? 0, through: through, author: author,
-                                                                     store: store, schema: model.schema)
+                let transactions: [HistoryTransaction]
+                if author == nil {
+                    // Every transaction is read: the contiguity is checked on the way (one scan).
+                    transactions = try StoreCoordinator.readHistory(db, after: token?.generation ?? 0, through: nil, author: nil,
+                                                                    contiguousFrom: token?.generation, limit: limit,
+                                                                    storeGeneration: generation, store: store, schema: model.schema)
+                } else {
+                    let through = try StoreCoordinator.contiguousEnd(db, after: token?.generation, store: store, storeGeneration: generation,
+                                                                     limit: limit)
+                    guard let through else { return [] }
+                    transactions = try StoreCoordinator.readHistory(db, after: token?.generation ?? 0, through: through, author: author,
+                                                                    store: store, schema: model.schema)
+                }
                 return includingRowValues ? try StoreCoordinator.withRowValues(transactions, db, schema: model.schema) : transactions
             }
         }
@@ -166,24 +174,50 @@ extension StoreCoordinator {
     /// What following other connections did (see ``HistoryOptions/followsOtherConnections``).
     public var externalChangeStatistics: ExternalChangeStatistics { external.state.withLock { $0.statistics } }
 
-    static func readHistory(_ db: Connection, after: Int64, through: Int64?, author: String?, store: UUID,
+    /// `contiguousFrom` (unfiltered reads only): the transactions must follow that token without
+    /// a gap, as ``contiguousEnd(_:after:store:storeGeneration:limit:)`` checks, here on the way:
+    /// the first missing throws expiry, a later gap ends the page; `limit` caps it.
+    static func readHistory(_ db: Connection, after: Int64, through: Int64?, author: String?,
+                            contiguousFrom: Int64?? = .none, limit: Int? = nil, storeGeneration: Int64 = 0, store: UUID,
                             schema: Schema) throws -> [HistoryTransaction] {
         let lineage = try HistoryLog.hasLineageColumn(db) ? "nonce" : "NULL"
         var sql = "SELECT token, time, kind, author, context, process, pid, \(lineage) FROM strata_history WHERE token > ?1"
         if through != nil { sql += " AND token <= ?2" }
         if author != nil { sql += " AND author = ?3" }
-        let select = try db.prepare(sql + " ORDER BY token")
+        sql += " ORDER BY token"
+        if let limit { sql += " LIMIT \(limit)" }
+        let select = try db.prepare(sql)
         try select.bind(after, at: 1)
         if let through { try select.bind(through, at: 2) }
         if let author { try select.bind(author, at: 3) }
         struct Head { let token: Int64, time: Double, kind: HistoryTransaction.Kind, author: String?, context: String?, process: String, pid: Int32
                       let lineage: Data? }
         var heads: [Head] = []
-        try select.forEachRow { row in
+        if let through, author == nil { heads.reserveCapacity(Int(min(through - after, 1 << 20))) }
+        // Plain loops, not `forEachRow` closures: the state they change would be captured, and
+        // every access to it checked for exclusivity at run time.
+        let row = select
+        let checking = contiguousFrom != nil
+        var expected = contiguousFrom.flatMap { $0.map { $0 + 1 } }
+        while try row.step() {
+            if checking {
+                let token = row.int64(at: 0)
+                if let wanted = expected, token != wanted {
+                    // The first transaction after the token is missing: the log does not reach back.
+                    guard heads.isEmpty else { break }
+                    throw HistoryError.expired(token: HistoryToken(store: store, generation: after),
+                                               oldestKept: HistoryToken(store: store, generation: token))
+                }
+                expected = token + 1
+            }
             // A kind this build does not know is a record it can't read, never a save.
-            let kindName = row.string(at: 2)
-            guard let kind = HistoryTransaction.Kind(rawValue: kindName) else {
-                throw HistoryError.undecodableRecord(token: row.int64(at: 0), reason: "unknown transaction kind \"\(kindName)\"")
+            let kind = try row.withBytes(at: 2, asText: true) { bytes throws -> HistoryTransaction.Kind in
+                if JSONScanner.equal(bytes, "save") { return .save }
+                let name = String(decoding: bytes, as: UTF8.self)
+                guard let kind = HistoryTransaction.Kind(rawValue: name) else {
+                    throw HistoryError.undecodableRecord(token: row.int64(at: 0), reason: "unknown transaction kind \"\(name)\"")
+                }
+                return kind
             }
             heads.append(Head(token: row.int64(at: 0), time: row.double(at: 1),
                               kind: kind,
@@ -191,41 +225,69 @@ extension StoreCoordinator {
                               process: row.string(at: 5), pid: Int32(truncatingIfNeeded: row.int64(at: 6)),
                               lineage: row.isNull(at: 7) ? nil : row.data(at: 7)))
         }
+        if checking, heads.isEmpty, case let after?? = contiguousFrom, after < storeGeneration {
+            // Commits after the token, and none of them in the log.
+            throw HistoryError.expired(token: HistoryToken(store: store, generation: after), oldestKept: nil)
+        }
         guard let first = heads.first, let last = heads.last else { return [] }
-        var changes: [Int64: [HistoryChange]] = [:]
-        let wanted = Set(heads.map(\.token))
+        // The changes of heads[i] in changes[i]: the rows come ordered by token, as the heads.
+        var changes = [[HistoryChange]](repeating: [], count: heads.count)
+        let filtered = author != nil
         let rows = try db.prepare("SELECT token, entity, op, keys, data FROM strata_history_change WHERE token BETWEEN ? AND ? ORDER BY token, seq")
         try rows.bind(first.token, at: 1)
         try rows.bind(last.token, at: 2)
-        var merged: [ObjectID: Int] = [:]
-        var current: Int64 = -1
-        try rows.forEachRow { row in
+        var index = 0
+        var entity: EntityInfo?
+        // Where an object's change is in changes[index]: a scan of a short list, a dictionary
+        // (made once) for a long one (a batch request's rows).
+        var lookup: [ObjectID: Int] = [:]
+        var lookupHead = -1
+        while try rows.step() {
+            let row = rows
             let token = row.int64(at: 0)
-            guard wanted.contains(token) else { return }
-            if token != current {
-                current = token
-                merged = [:]
+            while index < heads.count, heads[index].token < token { index += 1 }
+            // Not one of the heads read: another author's transaction.
+            guard index < heads.count, heads[index].token == token else {
+                guard filtered else {
+                    throw HistoryError.undecodableRecord(token: token, reason: "a change of a transaction strata_history does not list")
+                }
+                continue
             }
-            let entry: HistoryEntry, decoded: [HistoryChange]
+            let entry: HistoryEntry
             do {
-                entry = try HistoryEntry(row, schema: schema)
-                decoded = try entry.changes()
+                entry = try HistoryEntry(row, schema: schema, last: entity)
             } catch let failure as HistoryJSON.Failure {
                 throw HistoryError.undecodableRecord(token: token, reason: failure.reason)
             }
-            for change in decoded {
-                if change.kind == .update, let index = merged[change.objectID] {
-                    changes[token]![index] = changes[token]![index].combined(with: change)
+            entity = entry.info
+            for change in entry.changes() {
+                // One object's records in one transaction (its values, its members) are one change.
+                var at: Int?
+                if change.kind == .update {
+                    if changes[index].count <= 8 {
+                        at = changes[index].firstIndex { $0.objectID == change.objectID }
+                    } else {
+                        if lookupHead != index {
+                            lookup = [:]
+                            for (at, change) in changes[index].enumerated() where lookup[change.objectID] == nil { lookup[change.objectID] = at }
+                            lookupHead = index
+                        }
+                        at = lookup[change.objectID]
+                    }
+                }
+                if let at {
+                    changes[index][at] = changes[index][at].combined(with: change)
                 } else {
-                    merged[change.objectID] = changes[token, default: []].count
-                    changes[token, default: []].append(change)
+                    if lookupHead == index { lookup[change.objectID] = changes[index].count }
+                    changes[index].append(change)
                 }
             }
         }
-        return heads.map { head in
-            HistoryTransaction(token: HistoryToken(store: store, generation: head.token, lineage: head.lineage), date: Date(timeIntervalSince1970: head.time),
-                               kind: head.kind, author: head.author, contextName: head.context, processName: head.process,
-                               processID: head.pid, changes: changes[head.token] ?? [])
+        return heads.indices.map { i in
+            let head = heads[i]
+            return HistoryTransaction(token: HistoryToken(store: store, generation: head.token, lineage: head.lineage),
+                                      date: Date(timeIntervalSince1970: head.time), kind: head.kind, author: head.author,
+                                      contextName: head.context, processName: head.process, processID: head.pid, changes: changes[i])
         }
     }
 
@@ -438,80 +500,147 @@ extension StoreCoordinator {
     }
 }
 
-/// One `strata_history_change` row, decoded.
+/// One `strata_history_change` row, decoded straight from the bytes the statement lends (no
+/// JSON tree, no column text copied): its entity, operation and keys, and its data's parts by the
+/// model, `set` (new values), `was` (what the changed to-ones named before), `add`/`remove`
+/// (many-to-many members) and `kept` (values preserved on deletion). A part or a name this model
+/// does not have is skipped; a value that is not of its attribute's type throws (a record is read
+/// whole or not at all).
 struct HistoryEntry {
     let info: EntityInfo
     let op: HistoryChange.Kind
     let keys: [Int64]
-    let data: HistoryJSON?
+    private(set) var setAttributes: [String: AttributeValue?] = [:]
+    private(set) var setToOnes: [String: ObjectID?] = [:]
+    private(set) var previousToOnes: [String: ObjectID?] = [:]
+    private(set) var added: [String: [ObjectID]] = [:]
+    private(set) var removed: [String: [ObjectID]] = [:]
+    private(set) var kept: [String: AttributeValue?] = [:]
 
-    init(_ row: Statement, schema: Schema) throws {
-        let entity = row.string(at: 1)
-        guard let info = schema.infos[entity] else { throw HistoryJSON.Failure(reason: "entity \(entity) is not in the model") }
-        guard let op = HistoryChange.Kind(rawValue: row.string(at: 2)) else { throw HistoryJSON.Failure(reason: "operation \(row.string(at: 2))") }
-        self.info = info
-        self.op = op
-        keys = try HistoryLog.decodeKeys(row.string(at: 3))
-        data = row.isNull(at: 4) ? nil : try HistoryJSON.parse(row.string(at: 4))
-    }
-
-    private func field(_ name: String) -> [String: HistoryJSON] {
-        if case .object(let fields)? = data, case .object(let part)? = fields[name] { return part }
-        return [:]
-    }
-
-    /// The to-ones the entry sets (`set`), and what they named before (`was`), as object IDs.
-    func toOnes(_ part: String) -> [String: ObjectID?] {
-        var result: [String: ObjectID?] = [:]
-        for (name, value) in field(part) {
-            guard let index = info.toOnes.firstIndex(where: { $0.name == name }) else { continue }
-            if case .integer(let key) = value {
-                result[name] = .some(ObjectID(entity: info.toOneDestinationNames[index], primaryKey: key))
-            } else {
-                result[name] = .some(nil)
-            }
+    /// `last`: the entity of the row before, compared by its name's bytes before any lookup.
+    init(_ row: Statement, schema: Schema, last: EntityInfo? = nil) throws {
+        info = try row.withBytes(at: 1, asText: true) { bytes throws -> EntityInfo in
+            if let last, JSONScanner.equal(bytes, last.name) { return last }
+            let name = String(decoding: bytes, as: UTF8.self)
+            guard let info = schema.infos[name] else { throw HistoryJSON.Failure(reason: "entity \(name) is not in the model") }
+            return info
         }
-        return result
+        op = try row.withBytes(at: 2, asText: true) { bytes throws -> HistoryChange.Kind in
+            // "insert", "update", "delete": six bytes, told apart by the first.
+            if bytes.count == 6 {
+                switch bytes[0] {
+                case UInt8(ascii: "u") where JSONScanner.equal(bytes, "update"): return .update
+                case UInt8(ascii: "i") where JSONScanner.equal(bytes, "insert"): return .insert
+                case UInt8(ascii: "d") where JSONScanner.equal(bytes, "delete"): return .delete
+                default: break
+                }
+            }
+            throw HistoryJSON.Failure(reason: "operation \(String(decoding: bytes, as: UTF8.self))")
+        }
+        keys = try row.withBytes(at: 3, asText: true) { try HistoryLog.decodeKeys($0) }
+        guard !row.isNull(at: 4) else { return }
+        let info = self.info
+        var parts = Parts()
+        try row.withBytes(at: 4, asText: true) { try HistoryEntry.decodeData($0, info, into: &parts) }
+        setAttributes = parts.set
+        setToOnes = parts.setToOnes
+        previousToOnes = parts.was
+        added = parts.added
+        removed = parts.removed
+        kept = parts.kept
+    }
+
+    private struct Parts {
+        var set: [String: AttributeValue?] = [:]
+        var setToOnes: [String: ObjectID?] = [:]
+        var was: [String: ObjectID?] = [:]
+        var added: [String: [ObjectID]] = [:]
+        var removed: [String: [ObjectID]] = [:]
+        var kept: [String: AttributeValue?] = [:]
+    }
+
+    private enum Part { case set, was, add, remove, kept, other }
+
+    /// The data's parts; names compared as bytes with the model's, which give the dictionaries
+    /// their keys (no name is made from the record).
+    private static func decodeData(_ bytes: UnsafeBufferPointer<UInt8>, _ info: EntityInfo, into parts: inout Parts) throws {
+        var scanner = JSONScanner(bytes)
+        do throws(JSONScanner.Failure) {
+            scanner.skipWhitespace()
+            guard scanner.next == UInt8(ascii: "{") else { throw scanner.failure("the data is not an object") }
+            try scanner.objectWithRawKeys { scanner, name throws(JSONScanner.Failure) in
+                let part: Part = if JSONScanner.equal(name, "set") { .set } else if JSONScanner.equal(name, "was") { .was }
+                    else if JSONScanner.equal(name, "add") { .add } else if JSONScanner.equal(name, "remove") { .remove }
+                    else if JSONScanner.equal(name, "kept") { .kept } else { .other }
+                guard part != .other, scanner.next == UInt8(ascii: "{") else {
+                    _ = try HistoryJSON.read(&scanner, depth: 1)
+                    return
+                }
+                try scanner.objectWithRawKeys { scanner, key throws(JSONScanner.Failure) in
+                    switch part {
+                    case .set, .kept:
+                        let value = try HistoryJSON.read(&scanner, depth: 2)
+                        if let index = info.attributes.indices.first(where: { JSONScanner.equal(key, info.attributes[$0].name) }) {
+                            let name = info.attributes[index].name
+                            let decoded: AttributeValue?
+                            do { decoded = try HistoryLog.decode(value, as: info.attributeTypes[index]) } catch { throw scanner.failure("\(error)") }
+                            if part == .set {
+                                parts.set[name] = .some(decoded)
+                            } else {
+                                parts.kept[name] = .some(decoded)
+                            }
+                        } else if part == .set, let index = info.toOnes.indices.first(where: { JSONScanner.equal(key, info.toOnes[$0].name) }) {
+                            parts.setToOnes[info.toOnes[index].name] = .some(HistoryEntry.destination(value, info, index))
+                        }
+                    case .was:
+                        let value = try HistoryJSON.read(&scanner, depth: 2)
+                        if let index = info.toOnes.indices.first(where: { JSONScanner.equal(key, info.toOnes[$0].name) }) {
+                            parts.was[info.toOnes[index].name] = .some(HistoryEntry.destination(value, info, index))
+                        }
+                    case .add, .remove:
+                        let keys = try HistoryLog.readKeys(&scanner)
+                        guard let index = info.toManys.indices.first(where: { JSONScanner.equal(key, info.toManys[$0].name) }) else { return }
+                        let ids = keys.map { ObjectID(entity: info.toManyDestinationNames[index], primaryKey: $0) }
+                        if part == .add { parts.added[info.toManys[index].name] = ids } else { parts.removed[info.toManys[index].name] = ids }
+                    case .other:
+                        break
+                    }
+                }
+            }
+            scanner.skipWhitespace()
+            guard scanner.isAtEnd else { throw scanner.failure("text after the data") }
+        } catch {
+            throw HistoryJSON.Failure(reason: "\(error.reason) at \(error.position)")
+        }
+    }
+
+    /// A to-one's destination in a record: a key, or none.
+    private static func destination(_ value: HistoryJSON, _ info: EntityInfo, _ index: Int) -> ObjectID? {
+        guard case .integer(let key) = value else { return nil }
+        return ObjectID(entity: info.toOneDestinationNames[index], primaryKey: key)
     }
 
     /// The to-ones the entry sets without saying what they named before (a batch update).
-    var toOnesWithoutPrevious: [String] {
-        let was = field("was")
-        return field("set").keys.filter { name in info.toOnes.contains { $0.name == name } && was[name] == nil }
-    }
+    var toOnesWithoutPrevious: [String] { setToOnes.keys.filter { previousToOnes[$0] == nil } }
 
-    /// Many-to-many members the entry adds or removes; an unreadable list throws (a record is
-    /// read whole or not at all).
-    func members(_ part: String) throws -> [String: [ObjectID]] {
-        var result: [String: [ObjectID]] = [:]
-        for (name, value) in field(part) {
-            guard let index = info.toManys.firstIndex(where: { $0.name == name }) else { continue }
-            let keys = try HistoryLog.decodeKeys(value.description)
-            result[name] = keys.map { ObjectID(entity: info.toManyDestinationNames[index], primaryKey: $0) }
+    /// The changes the entry records, one per key.
+    func changes() -> [HistoryChange] {
+        // Locals only in the loop: a closure over `self` would copy the whole entry per key.
+        let op = self.op, entity = info.internedName
+        let update = op == .update
+        let attributes = update ? setAttributes : [:]
+        let toOnes = update ? setToOnes : [:]
+        let previous = update ? previousToOnes : [:]
+        let kept = op == .delete ? self.kept : [:]
+        let added = self.added, removed = self.removed
+        var changes: [HistoryChange] = []
+        changes.reserveCapacity(keys.count)
+        for key in keys {
+            changes.append(HistoryChange(objectID: ObjectID(entity: entity, primaryKey: key), kind: op, attributes: attributes,
+                                         toOnes: toOnes, previousToOnes: previous, addedMembers: added, removedMembers: removed,
+                                         preservedValues: kept))
         }
-        return result
-    }
-
-    func attributes(_ part: String) throws -> [String: AttributeValue?] {
-        var result: [String: AttributeValue?] = [:]
-        for (name, value) in field(part) {
-            guard let attribute = info.attributes.first(where: { $0.name == name }) else { continue }
-            result[name] = .some(try HistoryLog.decode(value, as: attribute.type))
-        }
-        return result
-    }
-
-    func changes() throws -> [HistoryChange] {
-        let attributes = op == .update ? try self.attributes("set") : [:]
-        let toOnes = op == .update ? self.toOnes("set") : [:]
-        let previous = op == .update ? self.toOnes("was") : [:]
-        let added = try members("add"), removed = try members("remove")
-        let kept = op == .delete ? try self.attributes("kept") : [:]
-        return keys.map { key in
-            HistoryChange(objectID: ObjectID(entity: info.internedName, primaryKey: key), kind: op, attributes: attributes,
-                          toOnes: toOnes, previousToOnes: previous, addedMembers: added, removedMembers: removed,
-                          preservedValues: kept)
-        }
+        return changes
     }
 }
 
@@ -595,9 +724,6 @@ struct ExternalCommits {
             let entry: HistoryEntry
             do {
                 entry = try HistoryEntry(select, schema: schema)
-                _ = try entry.members("add")
-                _ = try entry.members("remove")
-                _ = try entry.attributes("set")
             } catch let failure as HistoryJSON.Failure {
                 throw HistoryError.undecodableRecord(token: token, reason: failure.reason)
             }
@@ -610,11 +736,11 @@ struct ExternalCommits {
             case .update: updated.formUnion(ids)
             case .delete: deleted.formUnion(ids)
             }
-            for case let id?? in entry.toOnes("was").values { touchedMembers.insert(id) }
+            for case let id?? in entry.previousToOnes.values { touchedMembers.insert(id) }
             for name in entry.toOnesWithoutPrevious {
                 if let relationship = entry.info.toOnes.first(where: { $0.name == name }) { rerun.insert(relationship.destination) }
             }
-            for (_, members) in try entry.members("add").merging(try entry.members("remove"), uniquingKeysWith: +) {
+            for (_, members) in entry.added.merging(entry.removed, uniquingKeysWith: +) {
                 touchedMembers.formUnion(members)
                 touchedMembers.formUnion(ids)
             }

@@ -44,8 +44,11 @@ struct ModelJSONReader {
     /// The version identifier and entities of a model's JSON, or `nil` (decode with `JSONDecoder`).
     static func read(_ data: Data) -> (version: String, entities: [Entity])? {
         let bytes = [UInt8](data)
-        var parser = Parser(bytes: bytes)
-        guard let root = parser.parseDocument(), case .object(let fields) = root else { return nil }
+        let document = bytes.withUnsafeBufferPointer { buffer in
+            var parser = Parser(bytes: buffer)
+            return parser.parseDocument()
+        }
+        guard let root = document, case .object(let fields) = root else { return nil }
         guard let format = integer(fields["format"]), format == Model.jsonFormat,
               case .string(let version)? = fields["versionIdentifier"],
               case .array(let list)? = fields["entities"] else { return nil }
@@ -182,7 +185,8 @@ struct ModelJSONReader {
     struct Parser {
         private var scanner: JSONScanner
 
-        init(bytes: [UInt8]) { scanner = JSONScanner(bytes) }
+        /// Lives only inside the `withUnsafeBufferPointer` that lends `bytes`.
+        init(bytes: UnsafeBufferPointer<UInt8>) { scanner = JSONScanner(bytes) }
 
         mutating func parseDocument() -> Value? {
             do {

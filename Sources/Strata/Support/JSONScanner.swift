@@ -1,5 +1,7 @@
+internal import Foundation
+
 /// The one JSON scanner of Strata (RFC 8259, strictly): whitespace, literals, strings and
-/// numbers over UTF-8 bytes. Its two readers build their own values on it: the history's records
+/// numbers over UTF-8 bytes it borrows. Its two readers build their own values on it: the history's records
 /// (``HistoryJSON``, which reports why a record can't be read) and the stored model
 /// (``ModelJSONReader``, which gives up and lets `JSONDecoder` say why).
 struct JSONScanner {
@@ -9,10 +11,16 @@ struct JSONScanner {
         let position: Int
     }
 
-    let bytes: [UInt8]
+    /// The text. Not owned: a scanner lives inside the caller's `withUnsafeBufferPointer` (or a
+    /// statement's `withBytes`) that lends it, and is never stored beyond it.
+    let bytes: UnsafeBufferPointer<UInt8>
     private(set) var position = 0
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    /// The run of bytes from `start` to `end`, as a buffer of its own (the fast paths of
+    /// `String(decoding:)` and `String(validating:)` take contiguous buffers).
+    func slice(_ start: Int, _ end: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: bytes[start..<end]) }
 
     /// The byte at the position, `nil` at the end.
     var next: UInt8? { position < bytes.count ? bytes[position] : nil }
@@ -56,6 +64,53 @@ struct JSONScanner {
         }
     }
 
+    /// An object whose keys the caller compares as bytes: `member` is called with each key's raw
+    /// bytes (between its quotes) when it has no escape, else with its decoded UTF-8; the scanner
+    /// on the member's value, which it must read. No key becomes a `String`.
+    mutating func objectWithRawKeys(_ member: (inout JSONScanner, UnsafeBufferPointer<UInt8>) throws(Failure) -> Void) throws(Failure) {
+        guard consume(UInt8(ascii: "{")) else { throw failure("expected an object") }
+        skipWhitespace()
+        if consume(UInt8(ascii: "}")) { return }
+        while true {
+            skipWhitespace()
+            guard next == UInt8(ascii: "\"") else { throw failure("expected a string") }
+            var end = position + 1
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 { end += 1 }
+            if end < bytes.count, bytes[end] == UInt8(ascii: "\""), bytes[(position + 1)..<end].allSatisfy({ $0 < 0x80 }) {
+                let key = slice(position + 1, end)
+                position = end + 1
+                try objectMember(key, member)
+            } else {
+                var key = try string()
+                var failed: Failure?
+                key.withUTF8 { key in
+                    do throws(Failure) { try objectMember(key, member) } catch { failed = error }
+                }
+                if let failed { throw failed }
+            }
+            skipWhitespace()
+            if consume(UInt8(ascii: ",")) { continue }
+            guard consume(UInt8(ascii: "}")) else { throw failure("expected , or }") }
+            return
+        }
+    }
+
+    private mutating func objectMember(_ key: UnsafeBufferPointer<UInt8>,
+                                       _ member: (inout JSONScanner, UnsafeBufferPointer<UInt8>) throws(Failure) -> Void) throws(Failure) {
+        skipWhitespace()
+        guard consume(UInt8(ascii: ":")) else { throw failure("expected :") }
+        skipWhitespace()
+        try member(&self, key)
+    }
+
+    /// Whether `bytes` are the UTF-8 of `text` (a byte compare, no `String` made).
+    static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { utf8 in
+            utf8.count == bytes.count && (bytes.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+        }
+    }
+
     /// An array at the position (on its `[`): `element` is called with the scanner on each
     /// element, which it must read.
     mutating func array(_ element: (inout JSONScanner) throws(Failure) -> Void) throws(Failure) {
@@ -76,7 +131,7 @@ struct JSONScanner {
     mutating func literal(_ word: StaticString) throws(Failure) {
         let count = word.utf8CodeUnitCount
         let matches = position + count <= bytes.count
-            && word.withUTF8Buffer { expected in bytes[position..<(position + count)].elementsEqual(expected) }
+            && word.withUTF8Buffer { expected in slice(position, position + count).elementsEqual(expected) }
         guard matches else { throw failure("unexpected text") }
         position += count
     }
@@ -91,7 +146,16 @@ struct JSONScanner {
         /// The bytes since `run`, validated, added to `text`.
         func flush(upTo end: Int) throws(Failure) {
             guard run < end else { return }
-            guard let piece = String(validating: bytes[run..<end], as: UTF8.self) else { throw Failure(reason: "invalid UTF-8", position: run) }
+            let bytes = slice(run, end)
+            // ASCII is valid UTF-8 as it is: the decoding initialiser's fast path, not the
+            // validating one's generic path (a record's keys and most values are ASCII).
+            let piece: String
+            if bytes.allSatisfy({ $0 < 0x80 }) {
+                piece = String(decoding: bytes, as: UTF8.self)
+            } else {
+                guard let valid = String(validating: bytes, as: UTF8.self) else { throw Failure(reason: "invalid UTF-8", position: run) }
+                piece = valid
+            }
             if text == nil { text = piece } else { text! += piece }
         }
         while position < bytes.count {
@@ -159,6 +223,28 @@ struct JSONScanner {
         return code
     }
 
+    /// An integer literal at the position that fits an `Int64`, read without making its text.
+    mutating func integer() throws(Failure) -> Int64 {
+        let start = position
+        let negative = consume(UInt8(ascii: "-"))
+        var value: Int64 = 0
+        var digits = 0
+        while position < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]) {
+            let digit = Int64(bytes[position] &- UInt8(ascii: "0"))
+            let (times, overflowA) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflowB) = negative ? times.subtractingReportingOverflow(digit) : times.addingReportingOverflow(digit)
+            guard !overflowA, !overflowB else { throw Failure(reason: "an integer out of range", position: start) }
+            value = sum
+            digits += 1
+            position += 1
+        }
+        guard digits > 0, digits == 1 || bytes[position - digits] != UInt8(ascii: "0") else { throw Failure(reason: "not an integer", position: start) }
+        if let next, next == UInt8(ascii: ".") || next == UInt8(ascii: "e") || next == UInt8(ascii: "E") {
+            throw Failure(reason: "not an integer", position: start)
+        }
+        return value
+    }
+
     /// A number's text, checked against JSON's grammar (`-? int frac? exp?`, no leading zero),
     /// and whether it is an integer literal (no fraction, no exponent).
     mutating func number() throws(Failure) -> (text: Substring.UTF8View, isInteger: Bool) {
@@ -182,6 +268,6 @@ struct JSONScanner {
             if !consume(UInt8(ascii: "+")) { _ = consume(UInt8(ascii: "-")) }
             guard digits() > 0 else { throw Failure(reason: "not a number", position: start) }
         }
-        return (Substring(decoding: bytes[start..<position], as: UTF8.self).utf8, isInteger)
+        return (Substring(decoding: slice(start, position), as: UTF8.self).utf8, isInteger)
     }
 }
