@@ -127,3 +127,20 @@ extension TestModels {
         ])
     }
 }
+
+extension TestModels {
+    /// Saves one `Number` per value through a new root context of `coordinator` (the
+    /// ``numbers()`` model); their IDs, in order.
+    public static func saveNumbers(_ values: [Int64], in coordinator: StoreCoordinator) throws -> [ObjectID] {
+        let context = coordinator.newContext()
+        return try context.performAndWait {
+            let ids = try values.map { value -> ObjectID in
+                let number = try context.insert("Number")
+                try number.setValue(value, forKey: "value")
+                return number.objectID
+            }
+            try context.save()
+            return ids
+        }
+    }
+}

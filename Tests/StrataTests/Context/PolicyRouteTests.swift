@@ -56,16 +56,7 @@ import Strata
         let options: StoreOptions = route == .otherProcessFollowedFirst || route == .containerMainFollowedFirst ? StoreOptions() : .notFollowing
         let coordinator = try StoreCoordinator(model: TestModels.numbers(), url: url, options: options)
         defer { coordinator.close() }
-        let seed = coordinator.newContext()
-        let ids = try seed.performAndWait {
-            let ids = try [1, 2, 3].map { value -> ObjectID in
-                let number = try seed.insert("Number")
-                try number.setValue(Int64(value), forKey: "value")
-                return number.objectID
-            }
-            try seed.save()
-            return ids
-        }
+        let ids = try TestModels.saveNumbers([1, 2, 3], in: coordinator)
         let id = ids[1]
 
         // The saving side: a root context, or a container's main (with its writer on the same policy).

@@ -20,16 +20,7 @@ import StrataTestSupport
         let directory = TemporaryDirectory("strata-who-hears")
         let url = directory.file("numbers.sqlite")
         let coordinator = try StoreCoordinator(model: TestModels.numbers(), url: url)
-        let seed = coordinator.newContext()
-        let ids = try seed.performAndWait {
-            let ids = try [1, 2, 3].map { value -> ObjectID in
-                let number = try seed.insert("Number")
-                try number.setValue(Int64(value), forKey: "value")
-                return number.objectID
-            }
-            try seed.save()
-            return ids
-        }
+        let ids = try TestModels.saveNumbers([1, 2, 3], in: coordinator)
         let target = coordinator.newContext(name: "target")
         target.automaticallyMergesChangesFromParent = merging
         let (held, other) = try target.performAndWait {
