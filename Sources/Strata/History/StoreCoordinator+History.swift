@@ -48,9 +48,10 @@ extension StoreCoordinator {
                 let transactions: [HistoryTransaction]
                 if author == nil {
                     // Every transaction is read: the contiguity is checked on the way (one scan).
+                    let check = ContiguousTokens(after: token?.generation, store: store)
                     transactions = try StoreCoordinator.readHistory(db, after: token?.generation ?? 0, through: nil, author: nil,
-                                                                    contiguousFrom: token?.generation, limit: limit,
-                                                                    storeGeneration: generation, store: store, schema: model.schema)
+                                                                    contiguous: (check, generation), limit: limit,
+                                                                    store: store, schema: model.schema)
                 } else {
                     let through = try StoreCoordinator.contiguousEnd(db, after: token?.generation, store: store, storeGeneration: generation,
                                                                      limit: limit)
@@ -109,26 +110,53 @@ extension StoreCoordinator {
         if let limit { sql += " LIMIT \(limit)" }
         let select = try db.prepare(sql)
         try select.bind(after ?? 0, at: 1)
+        var check = ContiguousTokens(after: after, store: store)
         var last: Int64?
-        var expected = after.map { $0 + 1 }
         while try select.step() {
             let token = select.int64(at: 0)
+            guard try check.admits(token) else { break }
+            last = token
+        }
+        try check.finish(storeGeneration: storeGeneration)
+        return last
+    }
+
+    /// The rule both reads of the history keep: the tokens after `after` (a page of them) follow
+    /// it without a gap. The first one missing means the log does not reach back (expiry); a gap
+    /// after that ends the page before it.
+    struct ContiguousTokens {
+        let after: Int64?
+        let store: UUID
+        private var expected: Int64?
+        private(set) var admitted = 0
+
+        init(after: Int64?, store: UUID) {
+            self.after = after
+            self.store = store
+            expected = after.map { $0 + 1 }
+        }
+
+        /// Whether `token` belongs to the page (`false`: a gap, the page ends before it).
+        mutating func admits(_ token: Int64) throws -> Bool {
             if let wanted = expected, token != wanted {
-                guard let last else {
-                    // The first transaction after the token is missing: the log does not reach back.
+                // The first transaction after the token is missing: the log does not reach back.
+                guard admitted > 0 else {
                     throw HistoryError.expired(token: HistoryToken(store: store, generation: after ?? 0),
                                                oldestKept: HistoryToken(store: store, generation: token))
                 }
-                return last
+                return false
             }
-            last = token
+            admitted += 1
             expected = token + 1
+            return true
         }
-        if last == nil, let after, after < storeGeneration {
-            // Commits after the token, and none of them in the log.
-            throw HistoryError.expired(token: HistoryToken(store: store, generation: after), oldestKept: nil)
+
+        /// After the last token read: commits after `after` and none of them in the log expire it.
+        func finish(storeGeneration: Int64) throws {
+            if admitted == 0, let after, after < storeGeneration {
+                throw HistoryError.expired(token: HistoryToken(store: store, generation: after), oldestKept: nil)
+            }
         }
-        return last
     }
 
     /// The token of the store's last commit: the history after it is empty until the next.
@@ -174,12 +202,12 @@ extension StoreCoordinator {
     /// What following other connections did (see ``HistoryOptions/followsOtherConnections``).
     public var externalChangeStatistics: ExternalChangeStatistics { external.state.withLock { $0.statistics } }
 
-    /// `contiguousFrom` (unfiltered reads only): the transactions must follow that token without
-    /// a gap, as ``contiguousEnd(_:after:store:storeGeneration:limit:)`` checks, here on the way:
-    /// the first missing throws expiry, a later gap ends the page; `limit` caps it.
+    /// `contiguous` (unfiltered reads only): the tokens are checked on the way, as
+    /// ``contiguousEnd(_:after:store:storeGeneration:limit:)`` checks them (one scan, not two);
+    /// `limit` caps the page.
     static func readHistory(_ db: Connection, after: Int64, through: Int64?, author: String?,
-                            contiguousFrom: Int64?? = .none, limit: Int? = nil, storeGeneration: Int64 = 0, store: UUID,
-                            schema: Schema) throws -> [HistoryTransaction] {
+                            contiguous: (check: ContiguousTokens, storeGeneration: Int64)? = nil, limit: Int? = nil,
+                            store: UUID, schema: Schema) throws -> [HistoryTransaction] {
         let lineage = try HistoryLog.hasLineageColumn(db) ? "nonce" : "NULL"
         var sql = "SELECT token, time, kind, author, context, process, pid, \(lineage) FROM strata_history WHERE token > ?1"
         if through != nil { sql += " AND token <= ?2" }
@@ -193,23 +221,13 @@ extension StoreCoordinator {
         struct Head { let token: Int64, time: Double, kind: HistoryTransaction.Kind, author: String?, context: String?, process: String, pid: Int32
                       let lineage: Data? }
         var heads: [Head] = []
-        if let through, author == nil { heads.reserveCapacity(Int(min(through - after, 1 << 20))) }
+        if let contiguous { heads.reserveCapacity(Int(min(limit.map(Int64.init) ?? (contiguous.storeGeneration - after), 1 << 20))) }
         // Plain loops, not `forEachRow` closures: the state they change would be captured, and
         // every access to it checked for exclusivity at run time.
         let row = select
-        let checking = contiguousFrom != nil
-        var expected = contiguousFrom.flatMap { $0.map { $0 + 1 } }
+        var check = contiguous?.check
         while try row.step() {
-            if checking {
-                let token = row.int64(at: 0)
-                if let wanted = expected, token != wanted {
-                    // The first transaction after the token is missing: the log does not reach back.
-                    guard heads.isEmpty else { break }
-                    throw HistoryError.expired(token: HistoryToken(store: store, generation: after),
-                                               oldestKept: HistoryToken(store: store, generation: token))
-                }
-                expected = token + 1
-            }
+            if check != nil, try !check!.admits(row.int64(at: 0)) { break }
             // A kind this build does not know is a record it can't read, never a save.
             let kind = try row.withBytes(at: 2, asText: true) { bytes throws -> HistoryTransaction.Kind in
                 if JSONScanner.equal(bytes, "save") { return .save }
@@ -225,10 +243,7 @@ extension StoreCoordinator {
                               process: row.string(at: 5), pid: Int32(truncatingIfNeeded: row.int64(at: 6)),
                               lineage: row.isNull(at: 7) ? nil : row.data(at: 7)))
         }
-        if checking, heads.isEmpty, case let after?? = contiguousFrom, after < storeGeneration {
-            // Commits after the token, and none of them in the log.
-            throw HistoryError.expired(token: HistoryToken(store: store, generation: after), oldestKept: nil)
-        }
+        if let check, let contiguous { try check.finish(storeGeneration: contiguous.storeGeneration) }
         guard let first = heads.first, let last = heads.last else { return [] }
         // The changes of heads[i] in changes[i]: the rows come ordered by token, as the heads.
         var changes = [[HistoryChange]](repeating: [], count: heads.count)
