@@ -84,19 +84,29 @@ public struct HistoryChange: Sendable, Equatable {
 
     public let objectID: ObjectID
     public let kind: Kind
+    /// The record's values by the model's slots (`nil`: none); the dictionaries below are made
+    /// from them when asked, so a history read builds none.
+    let values: HistoryValues?
+
+    init(objectID: ObjectID, kind: Kind, values: HistoryValues?) {
+        self.objectID = objectID
+        self.kind = kind
+        self.values = values
+    }
+
     /// An update's changed attributes, with their new values (`nil`: cleared). An insert lists
     /// none: the row holds its values, and later changes to it are later records.
-    public let attributes: [String: AttributeValue?]
+    public var attributes: [String: AttributeValue?] { values?.attributes(kept: false) ?? [:] }
     /// An update's changed to-one relationships, with the object each names now (`nil`: none).
-    public let toOnes: [String: ObjectID?]
+    public var toOnes: [String: ObjectID?] { values?.toOnes(previous: false) ?? [:] }
     /// What the changed to-ones named before the update.
-    public let previousToOnes: [String: ObjectID?]
+    public var previousToOnes: [String: ObjectID?] { values?.toOnes(previous: true) ?? [:] }
     /// Members a many-to-many relationship gained and lost in this commit, by relationship.
-    public let addedMembers: [String: [ObjectID]]
-    public let removedMembers: [String: [ObjectID]]
+    public var addedMembers: [String: [ObjectID]] { values?.members(added: true) ?? [:] }
+    public var removedMembers: [String: [ObjectID]] { values?.members(added: false) ?? [:] }
     /// A delete's last values of the attributes marked ``Attribute/preservesValueOnDeletion``
     /// (`@Attribute(.preserveValueOnDeletion)`).
-    public let preservedValues: [String: AttributeValue?]
+    public var preservedValues: [String: AttributeValue?] { values?.attributes(kept: true) ?? [:] }
 
     /// The row's values as the read that returned this change saw them (all its attributes and
     /// to-ones), for an insert or an update read with `includingRowValues`; `nil` otherwise, and
@@ -108,6 +118,22 @@ public struct HistoryChange: Sendable, Equatable {
     /// Every key the change names, sorted.
     public var changedKeys: [String] {
         Set(attributes.keys).union(toOnes.keys).union(addedMembers.keys).union(removedMembers.keys).sorted()
+    }
+
+    public static func == (a: HistoryChange, b: HistoryChange) -> Bool {
+        guard a.objectID == b.objectID, a.kind == b.kind, a.row == b.row else { return false }
+        // The same parts read in another order are the same change.
+        return a.values == b.values || (a.attributes == b.attributes && a.toOnes == b.toOnes && a.previousToOnes == b.previousToOnes
+            && a.addedMembers == b.addedMembers && a.removedMembers == b.removedMembers && a.preservedValues == b.preservedValues)
+    }
+
+    /// Two records of one object in one transaction (its values, its many-to-many members).
+    func combined(with other: HistoryChange) -> HistoryChange {
+        let values: HistoryValues? = switch (values, other.values) {
+        case let (a?, b?): a.combined(with: b)
+        case let (a, b): a ?? b
+        }
+        return HistoryChange(objectID: objectID, kind: kind, values: values)
     }
 }
 

@@ -275,10 +275,13 @@ extension StoreCoordinator {
                 throw HistoryError.undecodableRecord(token: token, reason: failure.reason)
             }
             entity = entry.info
-            for change in entry.changes() {
+            let op = entry.op, name = entry.info.internedName
+            let values = entry.values?.listed(by: op)
+            for key in entry.keys {
+                let change = HistoryChange(objectID: ObjectID(entity: name, primaryKey: key), kind: op, values: values)
                 // One object's records in one transaction (its values, its members) are one change.
                 var at: Int?
-                if change.kind == .update {
+                if op == .update {
                     if changes[index].count <= 8 {
                         at = changes[index].firstIndex { $0.objectID == change.objectID }
                     } else {
@@ -515,161 +518,6 @@ extension StoreCoordinator {
     }
 }
 
-/// One `strata_history_change` row, decoded straight from the bytes the statement lends (no
-/// JSON tree, no column text copied): its entity, operation and keys, and its data's parts by the
-/// model, `set` (new values), `was` (what the changed to-ones named before), `add`/`remove`
-/// (many-to-many members) and `kept` (values preserved on deletion). A part or a name this model
-/// does not have is skipped; a value that is not of its attribute's type throws (a record is read
-/// whole or not at all).
-struct HistoryEntry {
-    let info: EntityInfo
-    let op: HistoryChange.Kind
-    let keys: [Int64]
-    private(set) var setAttributes: [String: AttributeValue?] = [:]
-    private(set) var setToOnes: [String: ObjectID?] = [:]
-    private(set) var previousToOnes: [String: ObjectID?] = [:]
-    private(set) var added: [String: [ObjectID]] = [:]
-    private(set) var removed: [String: [ObjectID]] = [:]
-    private(set) var kept: [String: AttributeValue?] = [:]
-
-    /// `last`: the entity of the row before, compared by its name's bytes before any lookup.
-    init(_ row: Statement, schema: Schema, last: EntityInfo? = nil) throws {
-        info = try row.withBytes(at: 1, asText: true) { bytes throws -> EntityInfo in
-            if let last, JSONScanner.equal(bytes, last.name) { return last }
-            let name = String(decoding: bytes, as: UTF8.self)
-            guard let info = schema.infos[name] else { throw HistoryJSON.Failure(reason: "entity \(name) is not in the model") }
-            return info
-        }
-        op = try row.withBytes(at: 2, asText: true) { bytes throws -> HistoryChange.Kind in
-            // "insert", "update", "delete": six bytes, told apart by the first.
-            if bytes.count == 6 {
-                switch bytes[0] {
-                case UInt8(ascii: "u") where JSONScanner.equal(bytes, "update"): return .update
-                case UInt8(ascii: "i") where JSONScanner.equal(bytes, "insert"): return .insert
-                case UInt8(ascii: "d") where JSONScanner.equal(bytes, "delete"): return .delete
-                default: break
-                }
-            }
-            throw HistoryJSON.Failure(reason: "operation \(String(decoding: bytes, as: UTF8.self))")
-        }
-        keys = try row.withBytes(at: 3, asText: true) { try HistoryLog.decodeKeys($0) }
-        guard !row.isNull(at: 4) else { return }
-        let info = self.info
-        var parts = Parts()
-        try row.withBytes(at: 4, asText: true) { try HistoryEntry.decodeData($0, info, into: &parts) }
-        setAttributes = parts.set
-        setToOnes = parts.setToOnes
-        previousToOnes = parts.was
-        added = parts.added
-        removed = parts.removed
-        kept = parts.kept
-    }
-
-    private struct Parts {
-        var set: [String: AttributeValue?] = [:]
-        var setToOnes: [String: ObjectID?] = [:]
-        var was: [String: ObjectID?] = [:]
-        var added: [String: [ObjectID]] = [:]
-        var removed: [String: [ObjectID]] = [:]
-        var kept: [String: AttributeValue?] = [:]
-    }
-
-    private enum Part { case set, was, add, remove, kept, other }
-
-    /// The data's parts; names compared as bytes with the model's, which give the dictionaries
-    /// their keys (no name is made from the record).
-    private static func decodeData(_ bytes: UnsafeBufferPointer<UInt8>, _ info: EntityInfo, into parts: inout Parts) throws {
-        var scanner = JSONScanner(bytes)
-        do throws(JSONScanner.Failure) {
-            scanner.skipWhitespace()
-            guard scanner.next == UInt8(ascii: "{") else { throw scanner.failure("the data is not an object") }
-            try scanner.objectWithRawKeys { scanner, name throws(JSONScanner.Failure) in
-                let part: Part = if JSONScanner.equal(name, "set") { .set } else if JSONScanner.equal(name, "was") { .was }
-                    else if JSONScanner.equal(name, "add") { .add } else if JSONScanner.equal(name, "remove") { .remove }
-                    else if JSONScanner.equal(name, "kept") { .kept } else { .other }
-                guard part != .other, scanner.next == UInt8(ascii: "{") else {
-                    _ = try HistoryJSON.read(&scanner, depth: 1)
-                    return
-                }
-                try scanner.objectWithRawKeys { scanner, key throws(JSONScanner.Failure) in
-                    switch part {
-                    case .set, .kept:
-                        let value = try HistoryJSON.read(&scanner, depth: 2)
-                        if let index = info.attributes.indices.first(where: { JSONScanner.equal(key, info.attributes[$0].name) }) {
-                            let name = info.attributes[index].name
-                            let decoded: AttributeValue?
-                            do { decoded = try HistoryLog.decode(value, as: info.attributeTypes[index]) } catch { throw scanner.failure("\(error)") }
-                            if part == .set {
-                                parts.set[name] = .some(decoded)
-                            } else {
-                                parts.kept[name] = .some(decoded)
-                            }
-                        } else if part == .set, let index = info.toOnes.indices.first(where: { JSONScanner.equal(key, info.toOnes[$0].name) }) {
-                            parts.setToOnes[info.toOnes[index].name] = .some(HistoryEntry.destination(value, info, index))
-                        }
-                    case .was:
-                        let value = try HistoryJSON.read(&scanner, depth: 2)
-                        if let index = info.toOnes.indices.first(where: { JSONScanner.equal(key, info.toOnes[$0].name) }) {
-                            parts.was[info.toOnes[index].name] = .some(HistoryEntry.destination(value, info, index))
-                        }
-                    case .add, .remove:
-                        let keys = try HistoryLog.readKeys(&scanner)
-                        guard let index = info.toManys.indices.first(where: { JSONScanner.equal(key, info.toManys[$0].name) }) else { return }
-                        let ids = keys.map { ObjectID(entity: info.toManyDestinationNames[index], primaryKey: $0) }
-                        if part == .add { parts.added[info.toManys[index].name] = ids } else { parts.removed[info.toManys[index].name] = ids }
-                    case .other:
-                        break
-                    }
-                }
-            }
-            scanner.skipWhitespace()
-            guard scanner.isAtEnd else { throw scanner.failure("text after the data") }
-        } catch {
-            throw HistoryJSON.Failure(reason: "\(error.reason) at \(error.position)")
-        }
-    }
-
-    /// A to-one's destination in a record: a key, or none.
-    private static func destination(_ value: HistoryJSON, _ info: EntityInfo, _ index: Int) -> ObjectID? {
-        guard case .integer(let key) = value else { return nil }
-        return ObjectID(entity: info.toOneDestinationNames[index], primaryKey: key)
-    }
-
-    /// The to-ones the entry sets without saying what they named before (a batch update).
-    var toOnesWithoutPrevious: [String] { setToOnes.keys.filter { previousToOnes[$0] == nil } }
-
-    /// The changes the entry records, one per key.
-    func changes() -> [HistoryChange] {
-        // Locals only in the loop: a closure over `self` would copy the whole entry per key.
-        let op = self.op, entity = info.internedName
-        let update = op == .update
-        let attributes = update ? setAttributes : [:]
-        let toOnes = update ? setToOnes : [:]
-        let previous = update ? previousToOnes : [:]
-        let kept = op == .delete ? self.kept : [:]
-        let added = self.added, removed = self.removed
-        var changes: [HistoryChange] = []
-        changes.reserveCapacity(keys.count)
-        for key in keys {
-            changes.append(HistoryChange(objectID: ObjectID(entity: entity, primaryKey: key), kind: op, attributes: attributes,
-                                         toOnes: toOnes, previousToOnes: previous, addedMembers: added, removedMembers: removed,
-                                         preservedValues: kept))
-        }
-        return changes
-    }
-}
-
-extension HistoryChange {
-    /// Two records of one object in one transaction (its values, its many-to-many members).
-    func combined(with other: HistoryChange) -> HistoryChange {
-        HistoryChange(objectID: objectID, kind: kind, attributes: attributes.merging(other.attributes) { $1 },
-                      toOnes: toOnes.merging(other.toOnes) { $1 }, previousToOnes: previousToOnes.merging(other.previousToOnes) { a, _ in a },
-                      addedMembers: addedMembers.merging(other.addedMembers) { $0 + $1 },
-                      removedMembers: removedMembers.merging(other.removedMembers) { $0 + $1 },
-                      preservedValues: preservedValues.merging(other.preservedValues) { $1 })
-    }
-}
-
 /// Other connections' commits since a generation, as the follower reads them: rows to merge,
 /// and what the section caches' logs note.
 struct ExternalCommits {
@@ -744,18 +592,16 @@ struct ExternalCommits {
             }
             perTransaction[token, default: ([], [:])].0.insert(entry.info.name)
             if batchTokens.contains(token) { batchEntities.insert(entry.info.name) }
-            perTransaction[token, default: ([], [:])].1[entry.info.name, default: []] += entry.keys
+            perTransaction[token, default: ([], [:])].1[entry.info.name, default: []] += entry.keys.array
             let ids = entry.keys.map { ObjectID(entity: entry.info.internedName, primaryKey: $0) }
             switch entry.op {
             case .insert: inserted.formUnion(ids)
             case .update: updated.formUnion(ids)
             case .delete: deleted.formUnion(ids)
             }
-            for case let id?? in entry.previousToOnes.values { touchedMembers.insert(id) }
-            for name in entry.toOnesWithoutPrevious {
-                if let relationship = entry.info.toOnes.first(where: { $0.name == name }) { rerun.insert(relationship.destination) }
-            }
-            for (_, members) in entry.added.merging(entry.removed, uniquingKeysWith: +) {
+            touchedMembers.formUnion(entry.previousDestinations)
+            for index in entry.toOnesWithoutPrevious { rerun.insert(entry.info.toOnes[index].destination) }
+            if let members = entry.touchedMembers {
                 touchedMembers.formUnion(members)
                 touchedMembers.formUnion(ids)
             }
