@@ -17,7 +17,7 @@ struct StrataCommand: ParsableCommand {
               strata demo --path /tmp/goods.sqlite
               strata cache list /tmp/goods.sqlite
             """,
-        subcommands: [Demo.self, StoreCommand.self, CacheCommand.self, HistoryCommand.self, WatchCommand.self]
+        subcommands: [Demo.self, StoreCommand.self, CacheCommand.self, HistoryCommand.self, WatchCommand.self, ImportCommand.self]
     )
 
     /// Parses, runs, and turns every error into one line on standard error and its exit status

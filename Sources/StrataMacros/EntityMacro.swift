@@ -121,6 +121,7 @@ extension EntityMacro {
             if let value = options.arguments[label] { text += ", \(label): \(value.trimmedDescription)" }
         }
         if options.isIndexed { text += ", isIndexed: true" }
+        if options.isUnique { text += ", isUnique: true" }
         if let value = options.arguments["renamingIdentifier"] { text += ", renamingIdentifier: \(value.trimmedDescription)" }
         if options.preservesValueOnDeletion { text += ", preservesValueOnDeletion: true" }
         return text
@@ -136,6 +137,63 @@ extension EntityMacro {
     }
 }
 
+extension EntityMacro {
+    /// The keys of the class's `#Unique<Class>([\\.a], [\\.b, \\.c])` declarations, by property
+    /// name. The compiler has checked each key path against the class (`#Unique`'s parameters are
+    /// `[PartialKeyPath<T>]`); this checks that each names an attribute or a to-one.
+    static func uniquenessConstraints(_ type: ClassDeclSyntax, _ properties: [PersistentProperty],
+                                      diagnostics: inout [Diagnostic]) -> [[String]] {
+        var keys: [[String]] = []
+        for member in type.memberBlock.members {
+            guard let expansion = member.decl.as(MacroExpansionDeclSyntax.self), expansion.macroName.text == "Unique" else { continue }
+            if let generic = expansion.genericArgumentClause?.arguments.first?.argument.trimmedDescription,
+               generic != type.name.text, generic != "Self" {
+                diagnostics.append(Diagnostic(node: expansion, message: EntityDiagnostic.error(
+                    "#Unique<\(generic)> in class '\(type.name.text)': write #Unique<\(type.name.text)>")))
+                continue
+            }
+            for argument in expansion.arguments {
+                guard let array = argument.expression.as(ArrayExprSyntax.self) else {
+                    diagnostics.append(Diagnostic(node: argument.expression, message: EntityDiagnostic.error(
+                        "#Unique takes arrays of key paths: write #Unique<\(type.name.text)>([\\.a], [\\.b, \\.c])")))
+                    continue
+                }
+                var key: [String] = []
+                for element in array.elements {
+                    guard let path = element.expression.as(KeyPathExprSyntax.self), path.components.count == 1,
+                          let component = path.components.first?.component.as(KeyPathPropertyComponentSyntax.self) else {
+                        diagnostics.append(Diagnostic(node: element.expression, message: EntityDiagnostic.error(
+                            "#Unique takes key paths to the class's own properties, as \\.name")))
+                        continue
+                    }
+                    let name = component.declName.baseName.text
+                    guard let property = properties.first(where: { $0.name == name }) else {
+                        diagnostics.append(Diagnostic(node: element.expression, message: EntityDiagnostic.error(
+                            "#Unique names '\(name)', which is not a persistent property of '\(type.name.text)'")))
+                        continue
+                    }
+                    if case .toMany = property.storage {
+                        diagnostics.append(Diagnostic(node: element.expression, message: EntityDiagnostic.error(
+                            "#Unique names to-many '\(name)': a unique key is made of attributes and to-ones")))
+                        continue
+                    }
+                    key.append(name)
+                }
+                if !key.isEmpty { keys.append(key) }
+            }
+        }
+        return keys
+    }
+}
+
+/// `#Unique`: read by `@Entity`; expands to nothing (its arguments' types were checked).
+public struct UniqueMacro: DeclarationMacro {
+    public static func expansion(of node: some FreestandingMacroExpansionSyntax,
+                                 in context: some MacroExpansionContext) throws -> [DeclSyntax] {
+        []
+    }
+}
+
 extension EntityMacro: MemberMacro {
     public static func expansion(
         of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax,
@@ -145,6 +203,7 @@ extension EntityMacro: MemberMacro {
         defer { diagnostics.forEach(context.diagnose) }
         guard let type = entityClass(declaration, node, diagnostics: &diagnostics) else { return [] }
         let properties = properties(type, diagnostics: &diagnostics)
+        let unique = uniquenessConstraints(type, properties, diagnostics: &diagnostics)
         guard diagnostics.isEmpty else { return [] }
         let className = type.name.text
         let access = access(type)
@@ -154,7 +213,7 @@ extension EntityMacro: MemberMacro {
         let names = properties.map { "    case \"\($0.name)\": \\\(className).\($0.name)\n" }.joined()
         return [
             """
-            \(raw: access)static let entityDescription: Strata.Entity = Strata._EntityMacroSupport.entity(\(entityName(node, type)), class: \(raw: className).self, \(raw: list))
+            \(raw: access)static let entityDescription: Strata.Entity = Strata._EntityMacroSupport.entity(\(entityName(node, type)), class: \(raw: className).self, \(raw: list)\(raw: unique.isEmpty ? "" : ", unique: \(unique)"))
             """,
             """
             \(raw: access)static var entityName: String { \(entityName(node, type)) }

@@ -15,6 +15,7 @@ struct StrataMacrosPlugin: CompilerPlugin {
         AttributeMacro.self,
         RelationshipMacro.self,
         TransientMacro.self,
+        UniqueMacro.self,
     ]
 }
 

@@ -89,6 +89,7 @@ enum Storage {
 
 struct AttributeOptions {
     var isIndexed = false
+    var isUnique = false
     var preservesValueOnDeletion = false
     /// Labelled arguments passed on as they are: `minValue`, `maxValue`, `minLength`, `maxLength`,
     /// `regex`, `renamingIdentifier` (in `Attribute.init`'s order).
@@ -370,9 +371,11 @@ enum PropertyAnalysis {
                     options.isIndexed = true
                 } else if member == "preserveValueOnDeletion" {
                     options.preservesValueOnDeletion = true
+                } else if member == "unique" {
+                    options.isUnique = true
                 } else {
                     diagnostics.append(Diagnostic(node: argument.expression, message: EntityDiagnostic.error(
-                        "'\(argument.expression.trimmedDescription)' is not an @Attribute option: the options are .indexed and .preserveValueOnDeletion (Strata has no unique constraint)")))
+                        "'\(argument.expression.trimmedDescription)' is not an @Attribute option: the options are .indexed, .unique and .preserveValueOnDeletion")))
                     return nil
                 }
                 continue

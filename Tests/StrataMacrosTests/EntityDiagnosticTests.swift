@@ -473,7 +473,7 @@ struct EntityDiagnosticTests {
                     didSet { print(count) }
                 }
                 var (x, y): (Int, Int) = (0, 0)
-                @Attribute(.unique) var code: String
+                @Attribute(.spotlight) var code: String
             }
             """
         } diagnostics: {
@@ -492,9 +492,9 @@ struct EntityDiagnosticTests {
                 var (x, y): (Int, Int) = (0, 0)
                     ┬─────
                     ╰─ 🛑 a persistent property needs a plain name: write 'var name: Type'
-                @Attribute(.unique) var code: String
-                           ┬──────
-                           ╰─ 🛑 '.unique' is not an @Attribute option: the options are .indexed and .preserveValueOnDeletion (Strata has no unique constraint)
+                @Attribute(.spotlight) var code: String
+                           ┬─────────
+                           ╰─ 🛑 '.spotlight' is not an @Attribute option: the options are .indexed, .unique and .preserveValueOnDeletion
             }
             """
         }

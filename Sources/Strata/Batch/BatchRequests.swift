@@ -1,4 +1,5 @@
 public import Foundation
+internal import StrataSQLite
 
 // Batch requests (issue 20): Core Data's NSBatchInsertRequest, NSBatchUpdateRequest and
 // NSBatchDeleteRequest, without their merge-it-yourself step. Each runs as one transaction on
@@ -27,22 +28,51 @@ public struct BatchInsertRequest<Result: ManagedObject> {
     public let entityName: String
     /// How many rows the request inserts.
     public let count: Int
+    /// What a row whose unique key (``Entity/uniqueKeys``) a stored row, or an earlier row of the
+    /// request, already holds does: see ``BatchConflictResolution``. Ignored for an entity
+    /// without unique keys.
+    public var onConflict: BatchConflictResolution
     let fill: (Int, inout BatchRow<Result>) throws -> Void
+    /// Set by a library import: rows that break the model are skipped and listed in the result
+    /// (``BatchResult/rejected``) instead of failing the request.
+    var skipsInvalidRows = false
+    /// Run inside the request's transaction when it writes, before the commit is stamped, with
+    /// the rows skipped as invalid (a library import's checkpoint, committed with its batch).
+    var beforeCommit: ((Connection, [(index: Int, failures: [ValidationFailure])]) throws -> Void)?
+    /// The properties rows are matched by instead of the entity's unique keys (a library
+    /// import's `--key`).
+    var matchKey: [String]?
 
     /// `count` rows, each filled by `fill(index, &row)`; a property left unset takes its default.
-    public init(entityName: String, count: Int, fill: @escaping (Int, inout BatchRow<Result>) throws -> Void) {
+    public init(entityName: String, count: Int, onConflict: BatchConflictResolution = .fail,
+                fill: @escaping (Int, inout BatchRow<Result>) throws -> Void) {
         precondition(count >= 0, "BatchInsertRequest count must not be negative.")
         self.entityName = entityName
         self.count = count
+        self.onConflict = onConflict
         self.fill = fill
     }
+}
+
+/// What a ``BatchInsertRequest``'s row does when a row already holds one of its unique keys
+/// (``Entity/uniqueKeys``): SQLite's `ON CONFLICT`, GRDB's upsert, SwiftData's unique attribute.
+public enum BatchConflictResolution: Sendable, Equatable {
+    /// The request throws ``BatchError/uniqueKeyConflict(entity:key:values:)`` and writes nothing.
+    case fail
+    /// The row is skipped; the stored row stays as it is (counted as unchanged).
+    case ignore
+    /// The row *is* the stored one (an upsert): the properties the fill set are written over it,
+    /// the others keep their values; it keeps its `ObjectID`. A row that would change nothing
+    /// writes nothing (counted as unchanged), and a request that changes no row commits nothing.
+    /// The history records an update, and results controllers report one.
+    case update
 }
 
 extension BatchInsertRequest where Result == ManagedObject {
     /// One row per dictionary: property names to values, as `setValue(_:forKey:)` takes them
     /// (an `ObjectID` or an object for a to-one).
-    public init(entityName: String, objects: [[String: Any]]) {
-        self.init(entityName: entityName, count: objects.count) { index, row in
+    public init(entityName: String, objects: [[String: Any]], onConflict: BatchConflictResolution = .fail) {
+        self.init(entityName: entityName, count: objects.count, onConflict: onConflict) { index, row in
             for (key, value) in objects[index] { try row.set(value, forKey: key) }
         }
     }
@@ -50,8 +80,9 @@ extension BatchInsertRequest where Result == ManagedObject {
 
 extension BatchInsertRequest where Result: PersistentEntity {
     /// `count` rows of `Result`'s entity, each filled by `fill(index, &row)` through key paths.
-    public init(_ type: Result.Type, count: Int, fill: @escaping (Int, inout BatchRow<Result>) throws -> Void) {
-        self.init(entityName: Result.entityName, count: count, fill: fill)
+    public init(_ type: Result.Type, count: Int, onConflict: BatchConflictResolution = .fail,
+                fill: @escaping (Int, inout BatchRow<Result>) throws -> Void) {
+        self.init(entityName: Result.entityName, count: count, onConflict: onConflict, fill: fill)
     }
 }
 
@@ -178,6 +209,23 @@ public struct BatchResult: Sendable, Equatable {
     /// Every entity whose rows the commit changed (the request's, and those whose relationships a
     /// delete rule cleared).
     public var touchedEntities: Set<String>
+    /// A batch insert of an entity with unique keys: the rows it inserted, the stored rows it
+    /// updated, and the rows that changed nothing (equal to the stored row, or ignored).
+    public var inserted = 0, updated = 0, unchanged = 0
+    /// Rows skipped because they break the model (a library import's), by the request's index.
+    var rejected: [(index: Int, failures: [ValidationFailure])] = []
+
+    init(entityName: String, objectIDs: [ObjectID], generation: Int64?, touchedEntities: Set<String>) {
+        self.entityName = entityName
+        self.objectIDs = objectIDs
+        self.generation = generation
+        self.touchedEntities = touchedEntities
+    }
+
+    public static func == (a: BatchResult, b: BatchResult) -> Bool {
+        a.entityName == b.entityName && a.objectIDs == b.objectIDs && a.generation == b.generation && a.touchedEntities == b.touchedEntities
+            && a.inserted == b.inserted && a.updated == b.updated && a.unchanged == b.unchanged
+    }
 }
 
 /// A batch request refused before anything was written.
@@ -192,6 +240,11 @@ public enum BatchError: Error, Sendable, Equatable, CustomStringConvertible {
     case missingDestinations(entity: String, key: String, count: Int)
     /// A to-many cannot be set by a batch request: set its inverse to-one on the other side.
     case toManyNotSupported(entity: String, key: String)
+    /// A row holds a unique key (`key`, its property names) that a stored row, or an earlier row
+    /// of the request, already holds (`values`, as text), and the request's ``BatchConflictResolution``
+    /// is `.fail`; or a row holds two unique keys held by two different rows, which no resolution
+    /// can make one row.
+    case uniqueKeyConflict(entity: String, key: [String], values: [String])
 
     public var description: String {
         switch self {
@@ -205,6 +258,9 @@ public enum BatchError: Error, Sendable, Equatable, CustomStringConvertible {
             "\(count) \(entity) row(s) would name a \(key) that does not exist"
         case let .toManyNotSupported(entity, key):
             "\(entity).\(key) is a to-many: a batch request sets the inverse to-one on the other side instead"
+        case let .uniqueKeyConflict(entity, key, values):
+            "a \(entity) row's unique key (\(key.joined(separator: ", "))) = (\(values.joined(separator: ", "))) is already held by another row"
+                + " (onConflict: .fail; .update makes the row the stored one, .ignore skips it)"
         }
     }
 }

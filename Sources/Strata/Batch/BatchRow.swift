@@ -334,20 +334,39 @@ struct BatchRowValues {
     /// Inserts the completed row with primary key `key`: its strings bound in place, one step.
     func insert(key: Int64) throws {
         try statement.bind(key, at: 1)
-        try bindStrings(from: 0)
+        try bindStrings(from: 0, read: nil)
     }
 
-    private func bindStrings(from first: Int) throws {
+    /// The completed row with primary key `key`, read back from the statement it is bound to
+    /// when that is an echo (`SELECT ?1, ?2, …, 1`, ``EntityInfo/echoSQL``): an upsert's row.
+    func echo(key: Int64) throws -> RowSnapshot {
+        try statement.bind(key, at: 1)
+        var echoed: RowSnapshot?
+        try bindStrings(from: 0) { statement in echoed = RowSnapshot(statement: statement, info: info) }
+        guard let echoed else { preconditionFailure("an echo statement returns its row") }
+        return echoed
+    }
+
+    /// Whether this row set `slot` (attributes, then to-ones), rather than leaving it to its default.
+    func isSet(_ slot: Int) -> Bool {
+        let stamp = state.stamps[slot]
+        return stamp == row || stamp == -row
+    }
+
+    private func bindStrings(from first: Int, read: ((Statement) -> Void)?) throws {
         var position = first
         while position < stringSlots.count {
             let slot = stringSlots[position]
             if state.stamps[slot] == row {
                 let next = position + 1
-                return try statement.withText(state.strings[slot], boundAt: Int32(truncatingIfNeeded: slot &+ 2)) { try bindStrings(from: next) }
+                return try statement.withText(state.strings[slot], boundAt: Int32(truncatingIfNeeded: slot &+ 2)) { try bindStrings(from: next, read: read) }
             }
             position += 1
         }
-        try statement.execute()
+        guard let read else { return try statement.execute() }
+        defer { statement.reset() }
+        guard try statement.step() else { return }
+        read(statement)
     }
 }
 

@@ -5,7 +5,7 @@ internal import StrataSQLite
 // news to every context (see BatchRequests.swift).
 extension StoreCoordinator {
     /// Kill points inside a batch's transaction are named `batch.<point>`.
-    private static let batchOrigin = "batch"
+    static let batchOrigin = "batch"
 
     /// Inserts the request's rows in one transaction and merges them into every context (a
     /// results controller whose request they match reports them as inserts).
@@ -19,6 +19,10 @@ extension StoreCoordinator {
         guard let info = model.schema.infos[request.entityName] else { throw ObjectError.unknownEntity(request.entityName) }
         let count = Int64(request.count)
         guard count > 0 else { return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: []) }
+        // Unique keys, or an import's rejects and checkpoint: row by row (StoreCoordinator+Upsert.swift).
+        if !info.entity.uniqueKeys.isEmpty || request.skipsInvalidRows || request.beforeCommit != nil || request.matchKey != nil {
+            return try upsert(request, info: info)
+        }
         let touched: Set<String> = [info.name]
         let (first, generation): (Int64, Int64) = try withConnection { db in
             let committed: (Int64, Int64) = try db.transaction(.immediate) {
@@ -418,7 +422,7 @@ extension StoreCoordinator {
     /// After a batch commit (under the lock, COMMIT done): the section caches' logs note it with
     /// keys unknown (their next refresh re-runs the request), and every context reads the
     /// touched entities again.
-    private func finishBatch(touched: Set<String>, deleted: Set<ObjectID>, generation: Int64) {
+    func finishBatch(touched: Set<String>, deleted: Set<ObjectID>, generation: Int64) {
         afterCommit(CommitEffects(origin: .ownCommit, commits: [CommitEffects.Commit(generation: generation, touched: touched) { _ in nil }],
                                   news: .changed(touched, deleted: deleted, deletionsNamed: true)))
     }

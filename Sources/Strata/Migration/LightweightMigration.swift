@@ -26,6 +26,10 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
     case storeInUse(path: String)
     /// Writing, syncing or swapping in the migrated store failed; the old store is left as it was.
     case fileSystem(path: String, reason: String)
+    /// A unique key the destination model adds is held twice by existing rows: `values` are up
+    /// to three colliding keys (each key's values, as text), `count` how many keys collide. The
+    /// store is left as it was.
+    case uniqueKeyCollision(entity: String, key: [String], values: [[String]], count: Int)
 
     public var description: String {
         switch self {
@@ -46,6 +50,9 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .policyFailed(mapping, key, error):
             "the custom policy of mapping \(mapping) failed on source object \(key): \(error)"
         case let .fileSystem(path, reason): "\(path): \(reason)"
+        case let .uniqueKeyCollision(entity, key, values, count):
+            "\(entity)'s new unique key (\(key.joined(separator: ", "))) is held by more than one existing row for \(count) key\(count == 1 ? "" : "s"), such as "
+                + values.map { "(" + $0.joined(separator: ", ") + ")" }.joined(separator: ", ") + ": remove the duplicates first, or keep the key out of the model"
         case .storeInUse(let path):
             "\(path) is open in another connection (its write-ahead log is not empty): close it before migrating"
         }
@@ -306,6 +313,7 @@ public struct LightweightMigration: Sendable {
             for sql in destination.schema.creationSQL where sql.hasPrefix("CREATE INDEX ") {
                 try db.execute("CREATE INDEX IF NOT EXISTS " + sql.dropFirst("CREATE INDEX ".count))
             }
+            try LightweightMigration.syncUniqueIndexes(on: db, schema: destination.schema)
             KillPoint.hit("migration.schema.created")
             KillPoint.hit("migration.rows.copied")
             KillPoint.hit("migration.old.dropped")
@@ -314,14 +322,15 @@ public struct LightweightMigration: Sendable {
             return
         }
         var oldTables: [String] = []
-        try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT IN ('strata_meta', 'strata_entity', 'strata_history', 'strata_history_change')")
+        try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT IN ('strata_meta', 'strata_entity', 'strata_history', 'strata_history_change', 'strata_import')")
             .forEachRow { oldTables.append($0.string(at: 0)) }
         var indexes: [String] = []
         try db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").forEachRow { indexes.append($0.string(at: 0)) }
         for index in indexes { try db.execute("DROP INDEX \(quoted(index))") }
         for table in oldTables { try db.execute("ALTER TABLE \(quoted(table)) RENAME TO \(quoted("strata_old_" + table))") }
         KillPoint.hit("migration.tables.renamed")
-        for sql in destination.schema.creationSQL { try db.execute(sql) }
+        // Unique indexes after the rows are in: a collision then names its keys.
+        for sql in destination.schema.creationSQL where !sql.hasPrefix("CREATE UNIQUE INDEX ") { try db.execute(sql) }
         KillPoint.hit("migration.schema.created")
         var done = 0
         for info in destination.schema.infos.values.sorted(by: { $0.name < $1.name }) {
@@ -336,11 +345,44 @@ public struct LightweightMigration: Sendable {
             let columns = old.swapped ? "\"b\", \"a\"" : "\"a\", \"b\""
             try db.execute("INSERT INTO \(quoted(join)) (\"a\", \"b\") SELECT \(columns) FROM \(quoted("strata_old_" + old.source))")
         }
+        try LightweightMigration.syncUniqueIndexes(on: db, schema: destination.schema)
         KillPoint.hit("migration.rows.copied")
         for table in oldTables { try db.execute("DROP TABLE \(quoted("strata_old_" + table))") }
         KillPoint.hit("migration.old.dropped")
         try rewriteMetadata(on: db, generation: generation, nonce: nonce)
         report?(total, total)
+    }
+
+    /// Makes the store's unique indexes the schema's: drops those the model no longer has, and
+    /// creates the new ones after checking that no two rows hold one key (else
+    /// ``MigrationError/uniqueKeyCollision(entity:key:values:count:)``, naming them).
+    static func syncUniqueIndexes(on db: Connection, schema: Schema) throws {
+        var existing = Set<String>()
+        try db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'strata\\_unique\\_%' ESCAPE '\\'")
+            .forEachRow { existing.insert($0.string(at: 0)) }
+        var wanted = Set<String>()
+        for info in schema.infos.values.sorted(by: { $0.name < $1.name }) {
+            for key in info.entity.uniqueKeys {
+                let name = EntityInfo.uniqueIndexName(info.name, key)
+                wanted.insert(name)
+                guard !existing.contains(name) else { continue }
+                let columns = key.map(quoted).joined(separator: ", ")
+                let notNull = key.map { "\(quoted($0)) IS NOT NULL" }.joined(separator: " AND ")
+                let duplicates = try db.prepare("SELECT \(columns), count(*) OVER () FROM \(info.table) WHERE \(notNull) GROUP BY \(columns) HAVING count(*) > 1 LIMIT 3")
+                var values: [[String]] = []
+                var count = 0
+                while try duplicates.step() {
+                    values.append(key.indices.map { index in
+                        if case .text(let text) = duplicates.value(at: Int32(index)) { return text }
+                        return duplicates.value(at: Int32(index)).description
+                    })
+                    count = Int(duplicates.int64(at: Int32(key.count)))
+                }
+                if !values.isEmpty { throw MigrationError.uniqueKeyCollision(entity: info.name, key: key, values: values, count: count) }
+                try db.execute("CREATE UNIQUE INDEX \(quoted(name)) ON \(info.table) (\(columns))")
+            }
+        }
+        for name in existing.subtracting(wanted).sorted() { try db.execute("DROP INDEX \(quoted(name))") }
     }
 
     /// `strata_entity` rewritten for the destination (key sequences kept, every entity stamped),

@@ -251,6 +251,7 @@ struct MappingMigration {
         for sql in model.destination.schema.creationSQL {
             if sql.hasPrefix("CREATE TABLE ") { try db.execute("CREATE TABLE \(dest)." + sql.dropFirst("CREATE TABLE ".count)) }
             else if sql.hasPrefix("CREATE INDEX ") { try db.execute("CREATE INDEX \(dest)." + sql.dropFirst("CREATE INDEX ".count)) }
+            else if sql.hasPrefix("CREATE UNIQUE INDEX ") { try db.execute("CREATE UNIQUE INDEX \(dest)." + sql.dropFirst("CREATE UNIQUE INDEX ".count)) }
         }
         KillPoint.hit("migration.mapping.schema")
         var sequences: [String: Int64] = [:]

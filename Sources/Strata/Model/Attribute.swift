@@ -21,6 +21,11 @@ public struct Attribute: Sendable, Hashable, Codable {
     public var regex: String?
     /// Whether the column gets its own index.
     public var isIndexed: Bool
+    /// Whether no two rows may hold the same value (SwiftData's `@Attribute(.unique)`): a unique
+    /// index on the column, and an inserted object whose value a row already holds *becomes* that
+    /// row when saved (see ``Entity/uniquenessConstraints`` and <doc:ImportingALibrary>). Rows
+    /// without a value (`nil`) never collide, as in SQL. Part of the version hash.
+    public var isUnique: Bool
     /// The attribute's name in the previous model version, for lightweight renames.
     public var renamingIdentifier: String?
     /// Whether a delete keeps this attribute's last value in the store's history (SwiftData's
@@ -33,7 +38,7 @@ public struct Attribute: Sendable, Hashable, Codable {
         _ name: String, _ type: AttributeType, isOptional: Bool = true, defaultValue: AttributeValue? = nil,
         minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
         regex: String? = nil, isIndexed: Bool = false, renamingIdentifier: String? = nil,
-        preservesValueOnDeletion: Bool = false
+        preservesValueOnDeletion: Bool = false, isUnique: Bool = false
     ) {
         self.name = name
         self.type = type
@@ -47,16 +52,17 @@ public struct Attribute: Sendable, Hashable, Codable {
         self.isIndexed = isIndexed
         self.renamingIdentifier = renamingIdentifier
         self.preservesValueOnDeletion = preservesValueOnDeletion
+        self.isUnique = isUnique
     }
 }
 
-// Written by hand so that `preservesValueOnDeletion` is written only when set: the model JSON of
+// Written by hand so that `preservesValueOnDeletion` and `isUnique` are written only when set: the model JSON of
 // a store made by 0.2.0 (which had no such key) reads the same, and a model without the option
 // writes exactly what 0.2.0 wrote.
 extension Attribute {
     private enum CodingKeys: String, CodingKey {
         case name, type, isOptional, defaultValue, minValue, maxValue, minLength, maxLength, regex, isIndexed,
-             renamingIdentifier, preservesValueOnDeletion
+             renamingIdentifier, preservesValueOnDeletion, isUnique
     }
 
     public init(from decoder: any Decoder) throws {
@@ -71,7 +77,8 @@ extension Attribute {
                   regex: try c.decodeIfPresent(String.self, forKey: .regex),
                   isIndexed: try c.decode(Bool.self, forKey: .isIndexed),
                   renamingIdentifier: try c.decodeIfPresent(String.self, forKey: .renamingIdentifier),
-                  preservesValueOnDeletion: try c.decodeIfPresent(Bool.self, forKey: .preservesValueOnDeletion) ?? false)
+                  preservesValueOnDeletion: try c.decodeIfPresent(Bool.self, forKey: .preservesValueOnDeletion) ?? false,
+                  isUnique: try c.decodeIfPresent(Bool.self, forKey: .isUnique) ?? false)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -88,5 +95,6 @@ extension Attribute {
         try c.encode(isIndexed, forKey: .isIndexed)
         try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
         if preservesValueOnDeletion { try c.encode(true, forKey: .preservesValueOnDeletion) }
+        if isUnique { try c.encode(true, forKey: .isUnique) }
     }
 }

@@ -14,6 +14,12 @@ public struct Entity: Sendable, Hashable, Codable {
     public var relationships: [Relationship]
     /// Extra multi-column indexes, each a list of attribute or to-one names.
     public var compoundIndexes: [[String]]
+    /// Keys no two rows may share, each a list of attribute or to-one names (Core Data's
+    /// `uniquenessConstraints`, SwiftData's `#Unique`): `[["isbn"], ["title", "author"]]`. An
+    /// attribute marked ``Attribute/isUnique`` is one more, of its own name. Each is a unique
+    /// index; an inserted object whose key a row already holds becomes that row when saved. A key
+    /// with a `nil` part never collides, as in SQL. Part of the version hash.
+    public var uniquenessConstraints: [[String]]
     public var renamingIdentifier: String?
     /// The class instantiated for this entity's objects (``ManagedObject`` or a subclass).
     /// Not part of the JSON form or the version hash; compared by identity.
@@ -22,21 +28,30 @@ public struct Entity: Sendable, Hashable, Codable {
     public init(
         _ name: String, class managedClass: ManagedObject.Type = ManagedObject.self,
         attributes: [Attribute] = [], relationships: [Relationship] = [],
-        compoundIndexes: [[String]] = [], renamingIdentifier: String? = nil
+        compoundIndexes: [[String]] = [], uniquenessConstraints: [[String]] = [], renamingIdentifier: String? = nil
     ) {
         self.name = name
         self.managedClass = managedClass
         self.attributes = attributes
         self.relationships = relationships
         self.compoundIndexes = compoundIndexes
+        self.uniquenessConstraints = uniquenessConstraints
         self.renamingIdentifier = renamingIdentifier
+    }
+
+    /// Every unique key: each ``Attribute/isUnique`` attribute's, then ``uniquenessConstraints``
+    /// (a key listed twice counts once).
+    public var uniqueKeys: [[String]] {
+        var keys = attributes.filter(\.isUnique).map { [$0.name] }
+        for key in uniquenessConstraints where !keys.contains(key) { keys.append(key) }
+        return keys
     }
 
     public func attribute(named name: String) -> Attribute? { attributes.first { $0.name == name } }
     public func relationship(named name: String) -> Relationship? { relationships.first { $0.name == name } }
 
     private enum CodingKeys: String, CodingKey {
-        case name, attributes, relationships, compoundIndexes, renamingIdentifier
+        case name, attributes, relationships, compoundIndexes, uniquenessConstraints, renamingIdentifier
     }
 
     public init(from decoder: any Decoder) throws {
@@ -45,6 +60,7 @@ public struct Entity: Sendable, Hashable, Codable {
         attributes = try c.decode([Attribute].self, forKey: .attributes)
         relationships = try c.decode([Relationship].self, forKey: .relationships)
         compoundIndexes = try c.decode([[String]].self, forKey: .compoundIndexes)
+        uniquenessConstraints = try c.decodeIfPresent([[String]].self, forKey: .uniquenessConstraints) ?? []
         renamingIdentifier = try c.decodeIfPresent(String.self, forKey: .renamingIdentifier)
         managedClass = ManagedObject.self
     }
@@ -55,12 +71,15 @@ public struct Entity: Sendable, Hashable, Codable {
         try c.encode(attributes, forKey: .attributes)
         try c.encode(relationships, forKey: .relationships)
         try c.encode(compoundIndexes, forKey: .compoundIndexes)
+        // Only when set: a model without unique keys writes what 0.3.0 wrote.
+        if !uniquenessConstraints.isEmpty { try c.encode(uniquenessConstraints, forKey: .uniquenessConstraints) }
         try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
     }
 
     public static func == (lhs: Entity, rhs: Entity) -> Bool {
         lhs.name == rhs.name && lhs.attributes == rhs.attributes && lhs.relationships == rhs.relationships
-            && lhs.compoundIndexes == rhs.compoundIndexes && lhs.renamingIdentifier == rhs.renamingIdentifier
+            && lhs.compoundIndexes == rhs.compoundIndexes && lhs.uniquenessConstraints == rhs.uniquenessConstraints
+            && lhs.renamingIdentifier == rhs.renamingIdentifier
             && ObjectIdentifier(lhs.managedClass) == ObjectIdentifier(rhs.managedClass)
     }
 
@@ -89,6 +108,10 @@ public struct Entity: Sendable, Hashable, Codable {
         }
         for index in compoundIndexes.map({ $0.joined(separator: ",") }).sorted() {
             text += "\nindex "; text += index
+        }
+        // Only when there are any: the hash of a model without unique keys is 0.3.0's.
+        for key in Set(uniqueKeys.map { $0.joined(separator: ",") }).sorted() {
+            text += "\nunique "; text += key
         }
         return text
     }

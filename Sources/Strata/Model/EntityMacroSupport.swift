@@ -16,7 +16,8 @@ public enum _EntityMacroSupport {
     }
 
     /// The entity: attributes and relationships each in declaration order.
-    public static func entity(_ name: String, class managedClass: ManagedObject.Type, _ properties: [Property]) -> Entity {
+    public static func entity(_ name: String, class managedClass: ManagedObject.Type, _ properties: [Property],
+                              unique: [[String]] = []) -> Entity {
         var attributes: [Attribute] = []
         var relationships: [Relationship] = []
         for property in properties {
@@ -25,7 +26,7 @@ public enum _EntityMacroSupport {
             case .relationship(let relationship): relationships.append(relationship)
             }
         }
-        return Entity(name, class: managedClass, attributes: attributes, relationships: relationships)
+        return Entity(name, class: managedClass, attributes: attributes, relationships: relationships, uniquenessConstraints: unique)
     }
 
     // MARK: Declared relationships (`@Relationship`)

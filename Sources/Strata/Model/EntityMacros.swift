@@ -63,7 +63,7 @@
 @attached(extension, conformances: PersistentEntity)
 public macro Entity(_ name: String? = nil) = #externalMacro(module: "StrataMacros", type: "EntityMacro")
 
-/// Sets an `@Entity` property's ``Attribute`` options: `.indexed`, `.preserveValueOnDeletion`,
+/// Sets an `@Entity` property's ``Attribute`` options: `.indexed`, `.unique`, `.preserveValueOnDeletion`,
 /// validation bounds, a regular expression and the previous version's name for a lightweight rename.
 ///
 /// ```swift
@@ -74,7 +74,8 @@ public macro Entity(_ name: String? = nil) = #externalMacro(module: "StrataMacro
 ///
 /// On a property of another `Codable` type it also says "an encoded attribute, not a
 /// relationship", which a `Set` of a `Codable` struct needs (a bare `Set<Tag>` reads as a
-/// to-many). Strata has no unique constraint, so there is no `.unique` option.
+/// to-many). `.unique` makes the attribute a unique key (``Attribute/isUnique``); a key of
+/// several properties is `#Unique`.
 @attached(peer)
 public macro Attribute(
     _ options: Attribute.Option..., minValue: Double? = nil, maxValue: Double? = nil,
@@ -95,6 +96,23 @@ public macro Relationship(
     inverse: AnyKeyPath? = nil, deleteRule: Relationship.DeleteRule = .nullify, renamingIdentifier: String? = nil
 ) = #externalMacro(module: "StrataMacros", type: "RelationshipMacro")
 
+/// Declares an `@Entity` class's unique keys (SwiftData's `#Unique`), one array of key paths per
+/// key; written in the class body:
+///
+/// ```swift
+/// @Entity final class Book: ManagedObject {
+///     #Unique<Book>([\.isbn], [\.title, \.author])
+///     var isbn: String
+///     var title: String
+///     var author: Author?
+/// }
+/// ```
+///
+/// The key paths are checked by the compiler; `@Entity` checks that each names an attribute or a
+/// to-one of the class, and adds the keys to ``Entity/uniquenessConstraints``.
+@freestanding(declaration)
+public macro Unique<T>(_ keys: [PartialKeyPath<T>]...) = #externalMacro(module: "StrataMacros", type: "UniqueMacro")
+
 /// Leaves an `@Entity` class's stored property out of the entity: a plain stored property of the
 /// object instance, never saved, fetched or seen by another context. It needs an initial value
 /// (the context creates objects, so no initialiser can set it).
@@ -110,6 +128,9 @@ extension Attribute {
     public enum Option: Sendable, Hashable {
         /// The column gets its own index (``Attribute/isIndexed``).
         case indexed
+        /// No two rows hold the same value (``Attribute/isUnique``), as SwiftData's option of the
+        /// same name.
+        case unique
         /// A delete keeps the attribute's last value in the store's history
         /// (``Attribute/preservesValueOnDeletion``), as SwiftData's option of the same name.
         case preserveValueOnDeletion

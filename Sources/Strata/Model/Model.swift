@@ -190,6 +190,14 @@ enum ModelValidator {
                     problems.append("\(entity.name): compound index key '\(key)' is not an attribute or to-one relationship")
                 }
             }
+            for key in entity.uniquenessConstraints {
+                if key.isEmpty { problems.append("\(entity.name): a uniqueness constraint names no property") }
+                if Set(key).count != key.count { problems.append("\(entity.name): uniqueness constraint \(key) names a property twice") }
+                for name in key where entity.attribute(named: name) == nil
+                    && entity.relationship(named: name).map({ $0.isToMany }) != false {
+                    problems.append("\(entity.name): uniqueness constraint key '\(name)' is not an attribute or to-one relationship")
+                }
+            }
         }
         if !problems.isEmpty { throw ModelError(problems: problems) }
     }

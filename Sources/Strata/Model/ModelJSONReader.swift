@@ -79,18 +79,32 @@ struct ModelJSONReader {
             guard let relationship = relationship(value) else { return nil }
             relationships.append(relationship)
         }
-        var indexes: [[String]] = []
-        for value in indexList {
-            guard case .array(let names) = value else { return nil }
-            var index: [String] = []
-            for name in names {
-                guard case .string(let text) = name else { return nil }
-                index.append(text)
-            }
-            indexes.append(index)
+        guard let indexes = nameLists(indexList) else { return nil }
+        var unique: [[String]] = []
+        switch fields["uniquenessConstraints"] {
+        case nil: break
+        case .array(let list)?:
+            guard let lists = nameLists(list) else { return nil }
+            unique = lists
+        default: return nil
         }
         return Entity(name, attributes: attributes, relationships: relationships, compoundIndexes: indexes,
-                      renamingIdentifier: renaming.value)
+                      uniquenessConstraints: unique, renamingIdentifier: renaming.value)
+    }
+
+    /// `[["a", "b"], ["c"]]`: lists of property names.
+    private static func nameLists(_ list: [Value]) -> [[String]]? {
+        var lists: [[String]] = []
+        for value in list {
+            guard case .array(let names) = value else { return nil }
+            var names2: [String] = []
+            for name in names {
+                guard case .string(let text) = name else { return nil }
+                names2.append(text)
+            }
+            lists.append(names2)
+        }
+        return lists
     }
 
     private static func attribute(_ value: Value) -> Attribute? {
@@ -113,6 +127,11 @@ struct ModelJSONReader {
         switch fields["preservesValueOnDeletion"] {
         case nil: break
         case .bool(let preserves)?: attribute.preservesValueOnDeletion = preserves
+        default: return nil
+        }
+        switch fields["isUnique"] {
+        case nil: break
+        case .bool(let unique)?: attribute.isUnique = unique
         default: return nil
         }
         return attribute

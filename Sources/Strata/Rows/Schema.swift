@@ -141,6 +141,9 @@ final class EntityInfo: Sendable {
     let forceDeleteSQL: String
     /// Primary key, the columns in row order, then the version.
     let selectSQL: String
+    /// `insertSQL`'s parameters read back as a row of `selectSQL`'s columns (version 1): a
+    /// batch upsert binds a row as an insert would, then reads it whole.
+    var echoSQL: String { "SELECT " + (1...(columns.count + 1)).map { "?\($0)" }.joined(separator: ", ") + ", 1" }
     /// `selectSQL` for the rows whose keys are bound as one JSON array (`json_each`).
     var selectByKeysSQL: String { selectSQL + " WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))" }
     /// Each attribute's type, in slot order (read on every `setValue`: no `Attribute` copy).
@@ -193,7 +196,19 @@ final class EntityInfo: Sendable {
         for keys in entity.compoundIndexes {
             create.append("CREATE INDEX \(quoted("\(name)_" + keys.joined(separator: "_"))) ON \(table) (\(keys.map(quoted).joined(separator: ", ")))")
         }
+        create += uniqueIndexSQL
         return create
+    }
+
+    /// Each unique key's index (`CREATE UNIQUE INDEX "strata_unique_<entity>_<keys>"`).
+    var uniqueIndexSQL: [String] {
+        entity.uniqueKeys.map { keys in
+            "CREATE UNIQUE INDEX \(quoted(EntityInfo.uniqueIndexName(name, keys))) ON \(table) (\(keys.map(quoted).joined(separator: ", ")))"
+        }
+    }
+
+    static func uniqueIndexName(_ entity: String, _ keys: [String]) -> String {
+        "strata_unique_\(entity)_" + keys.joined(separator: "_")
     }
 
     init(entity: Entity, ordinal: Int, entities: [Entity], joins: [String: JoinTable]) {

@@ -1,0 +1,165 @@
+internal import Foundation
+internal import StrataSQLite
+
+// A batch insert of an entity with unique keys (an upsert), or a library import's batch: row by
+// row, each read back whole from an echo of its bindings, then inserted, written over the stored
+// row that holds its key, or left alone. One transaction; no commit when no row changed.
+extension StoreCoordinator {
+    func upsert<Result>(_ request: BatchInsertRequest<Result>, info: EntityInfo) throws -> BatchResult {
+        let count = Int64(request.count)
+        let touched: Set<String> = [info.name]
+        let uniqueSlots: [(names: [String], slots: [Slot])] = (request.matchKey.map { [$0] } ?? info.entity.uniqueKeys).map { key in
+            (key, key.compactMap { info.slot($0) })
+        }
+        let outcome: (BatchResult, committed: Bool) = try withConnection { db in
+            let outcome: (BatchResult, Bool) = try db.transaction(.immediate) {
+                KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
+                let select = try db.cachedStatement(
+                    "SELECT max(next_pk, coalesce((SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)), 0) + 1) FROM strata_entity WHERE name = ?")
+                try select.bind(info.name, at: 1)
+                guard try select.step() else { throw ObjectError.unknownEntity(info.name) }
+                let first = select.int64(at: 0)
+                select.reset()
+                let insert = try db.cachedStatement(info.insertSQL)
+                let read = try db.cachedStatement(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) = ?")
+                let lookups = try uniqueSlots.map { key in
+                    try db.cachedStatement("SELECT \(quoted(primaryKeyColumn)) FROM \(info.table) WHERE "
+                        + key.names.map { "\(quoted($0)) = ?" }.joined(separator: " AND "))
+                }
+                var row = BatchRow<Result>(BatchRowValues(info: info, statement: try db.cachedStatement(info.echoSQL)))
+                var failures: [ValidationFailure] = []
+                var result = BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: touched)
+                var insertedKeys: [Int64] = [], updatedKeys: [Int64] = []
+                var updateRecords: [(Int64, String)] = []
+                var destinations = Array(repeating: KeySet(), count: info.toOnes.count)
+                let slotCount = info.attributes.count + info.toOnes.count
+                var isSet = [Bool](repeating: false, count: slotCount)
+                for index in 0..<request.count {
+                    if index > 0 { row.base.nextRow() }
+                    try request.fill(index, &row)
+                    let key = first + Int64(index)
+                    // What the fill set, before `complete` gives the rest their defaults.
+                    for slot in 0..<slotCount { isSet[slot] = row.base.isSet(slot) }
+                    var rowFailures: [ValidationFailure] = []
+                    try row.base.complete(key: key, into: &rowFailures)
+                    if !rowFailures.isEmpty {
+                        if request.skipsInvalidRows { result.rejected.append((index, rowFailures)) } else { failures += rowFailures }
+                        continue
+                    }
+                    guard failures.isEmpty else { continue }
+                    let new = try row.base.echo(key: key)
+                    // The stored rows that hold one of its keys (a key with a nil part holds none).
+                    var holders: [Int64] = []
+                    var conflict: (names: [String], values: [String])?
+                    for (k, key) in uniqueSlots.enumerated() {
+                        let values = key.slots.map { new.value(of: $0) }
+                        guard values.allSatisfy({ $0 != nil }) else { continue }
+                        let lookup = lookups[k]
+                        for (position, value) in values.enumerated() { try RowSnapshot.bind(value, to: lookup, at: Int32(position + 1)) }
+                        defer { lookup.reset() }
+                        if try lookup.step() {
+                            let holder = lookup.int64(at: 0)
+                            if !holders.contains(holder) { holders.append(holder) }
+                            conflict = conflict ?? (key.names, values.map { $0.map(\.plainText) ?? "nil" })
+                        }
+                    }
+                    guard let holder = holders.first else {
+                        try insert.bind(key, at: 1)
+                        try new.execute(insert, from: 2)
+                        insertedKeys.append(key)
+                        for t in info.toOnes.indices { if let d = new.toOnes[t] { destinations[t].insert(d) } }
+                        continue
+                    }
+                    guard holders.count == 1, request.onConflict != .fail, conflict != nil else {
+                        let shown = conflict ?? (uniqueSlots[0].names, [])
+                        throw BatchError.uniqueKeyConflict(entity: info.name, key: shown.names, values: shown.values)
+                    }
+                    guard request.onConflict == .update else {
+                        result.unchanged += 1
+                        continue
+                    }
+                    try read.bind(holder, at: 1)
+                    guard try read.step() else { preconditionFailure("the row a unique key named is gone inside the transaction") }
+                    let old = RowSnapshot(statement: read, info: info)
+                    read.reset()
+                    var merged = old
+                    for slot in 0..<slotCount where isSet[slot] {
+                        if slot < info.attributes.count {
+                            merged.setAttribute(new.attribute(slot), at: slot)
+                        } else {
+                            merged.setToOne(new.toOnes[slot - info.attributes.count], at: slot - info.attributes.count)
+                        }
+                    }
+                    guard merged != old else {
+                        result.unchanged += 1
+                        continue
+                    }
+                    _ = try StoreCoordinator.forceUpdate(db, info, holder, merged)
+                    updatedKeys.append(holder)
+                    if historyOptions.isEnabled, let data = HistoryLog.updateData(info, new: merged, old: old) {
+                        updateRecords.append((holder, data))
+                    }
+                    for t in info.toOnes.indices where merged.toOnes[t] != old.toOnes[t] { if let d = merged.toOnes[t] { destinations[t].insert(d) } }
+                }
+                if !failures.isEmpty {
+                    failures.sort { ($0.objectID, $0.key) < ($1.objectID, $1.key) }
+                    throw ValidationError(failures: failures)
+                }
+                // No dangling key: each distinct destination looked up once.
+                for (index, relationship) in info.toOnes.enumerated() where !destinations[index].isEmpty {
+                    guard let destination = model.schema.infos[relationship.destination] else { continue }
+                    let present = try db.cachedStatement(
+                        "SELECT count(*) FROM \(destination.table) WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
+                    try present.bind(StoreCoordinator.jsonKeys(destinations[index].elements), at: 1)
+                    _ = try present.step()
+                    let found = present.int64(at: 0)
+                    present.reset()
+                    let missing = destinations[index].count - Int(found)
+                    if missing > 0 { throw BatchError.missingDestinations(entity: info.name, key: relationship.name, count: missing) }
+                }
+                result.inserted = insertedKeys.count
+                result.updated = updatedKeys.count
+                result.objectIDs = (insertedKeys + updatedKeys).sorted().map { ObjectID(entity: info.internedName, primaryKey: $0) }
+                // Nothing changed: nothing written, no commit stamped (the checkpoint waits for a batch that writes).
+                guard !insertedKeys.isEmpty || !updatedKeys.isEmpty else { return (result, false) }
+                if !insertedKeys.isEmpty {
+                    try db.cachedStatement("UPDATE strata_entity SET next_pk = ? WHERE name = ?").execute(.integer(first + count), .text(info.name))
+                }
+                try request.beforeCommit?(db, result.rejected)
+                KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
+                // The inserts first: a row inserted by this request and then written over by a
+                // later row of it reads, in the history, as inserted, then updated.
+                var history = HistoryLog.Record(kind: .batchInsert, author: transactionAuthor, context: nil)
+                if historyOptions.isEnabled {
+                    history.add(info.name, .insert, insertedKeys)
+                    for (key, data) in updateRecords { history.add(info.name, .update, [key], data) }
+                }
+                let (generation, _) = try stampCommit(db, touching: touched, origin: StoreCoordinator.batchOrigin, history: history)
+                result.generation = generation
+                return (result, true)
+            }
+            if outcome.1, let generation = outcome.0.generation { finishBatch(touched: touched, deleted: [], generation: generation) }
+            return outcome
+        }
+        return outcome.0
+    }
+}
+
+extension RowSnapshot {
+    /// A unique key part's value: an attribute's, or a to-one's destination key as an integer.
+    func value(of slot: Slot) -> AttributeValue? {
+        switch slot {
+        case .attribute(let index): attribute(index)
+        case .toOne(let index): toOnes[index].map { .int64($0) }
+        case .toMany: nil
+        }
+    }
+}
+
+extension AttributeValue {
+    /// The value as a person reads it in an error: a string without quotes.
+    var plainText: String {
+        if case .string(let text) = self { return text }
+        return "\(self)"
+    }
+}

@@ -1,0 +1,457 @@
+internal import Foundation
+internal import StrataSQLite
+
+/// One run of ``StoreCoordinator/importFile(at:options:progress:)``: the file read batch by
+/// batch, each batch an upsert whose transaction also holds the import's checkpoint.
+struct ImportJob {
+    /// Where a column's value goes.
+    enum Target {
+        case attribute(index: Int)
+        /// A to-one, found by `attribute` of its destination.
+        case toOne(index: Int, destination: EntityInfo, attribute: Int)
+    }
+
+    struct Column {
+        let name: String
+        let target: Target
+        /// The property's name (what a validation failure names).
+        let property: String
+    }
+
+    let coordinator: StoreCoordinator
+    let url: URL
+    let options: ImportOptions
+    let info: EntityInfo
+    let format: ImportOptions.Format
+    let key: [String]
+    let identity: String
+    let path: String
+    private let dates: DateParser
+    /// Each to-one's destinations by value, read once each.
+    private var destinations: [Int: [AttributeValue: Int64]] = [:]
+
+    init(coordinator: StoreCoordinator, url: URL, options: ImportOptions) throws {
+        guard let info = coordinator.model.schema.infos[options.entity] else {
+            throw ImportError(message: "the store's model has no entity \(options.entity) (it has \(coordinator.model.entities.map(\.name).sorted().joined(separator: ", ")))")
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw ImportError(message: "\(url.path): no such file")
+        }
+        guard options.batchSize >= 1 else { throw ImportError(message: "the batch size must be at least 1 (it is \(options.batchSize))") }
+        let key = options.key ?? info.entity.uniqueKeys.first
+        guard let key, !key.isEmpty else {
+            throw ImportError(message: "\(info.name) has no unique key to match rows by: declare one (@Attribute(.unique), #Unique) or name one (--key)")
+        }
+        for name in key where info.slot(name) == nil || { if case .toMany? = info.slot(name) { true } else { false } }() {
+            throw ImportError(message: "key \(name) is not an attribute or to-one of \(info.name)")
+        }
+        self.coordinator = coordinator
+        self.url = url
+        self.options = options
+        self.info = info
+        self.key = key
+        format = options.format ?? (["jsonl", "ndjson"].contains(url.pathExtension.lowercased()) ? .jsonLines : .csv)
+        path = url.standardizedFileURL.path
+        identity = try ImportJob.identity(of: url)
+        dates = DateParser(format: options.dateFormat)
+    }
+
+    /// Size, modification time and a digest of the first 64 KiB: a file changed since the last
+    /// run (the library grew, was edited) is read again from its start.
+    static func identity(of url: URL) throws -> String {
+        let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
+        let size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        let modified = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        let head = try handle.read(upToCount: 1 << 16) ?? Data()
+        return "\(size)-\(modified)-" + SHA256.hex(Array(head)).prefix(32)
+    }
+
+    // MARK: The run
+
+    struct Checkpoint {
+        var identity: String
+        var offset: Int64
+        var line: Int
+        var rejectsOffset: Int64
+        var complete: Bool
+    }
+
+    typealias Row = (line: Int, values: [(Column, AttributeValue?)], raw: [String?])
+
+    mutating func run(progress: ((ImportProgress) -> Void)?) throws -> ImportSummary {
+        var summary = ImportSummary()
+        let total = ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
+        let stored = try readCheckpoint().flatMap { $0.identity == identity && !options.restart ? $0 : nil }
+        if let stored, stored.complete {
+            summary.alreadyComplete = true
+            return summary
+        }
+        // The header first (CSV), then on from the checkpoint, or from the first record.
+        var columns: [Column?]? = nil
+        var position = Checkpoint(identity: identity, offset: 0, line: 1, rejectsOffset: 0, complete: false)
+        if format == .csv {
+            var reader = try RecordReader(url: url, format: .csv)
+            defer { reader.close() }
+            guard let first = try reader.next() else { return summary }
+            columns = try plan(first.fields.map { $0 ?? "" }, ignored: &summary.ignoredColumns)
+            position.offset = first.end
+            position.line = reader.line
+        }
+        if let stored {
+            position = stored
+            summary.resumed = true
+        }
+        summary.startLine = position.line
+        var rejects = try RejectsFile(url: options.rejects, keepingBytes: summary.resumed ? position.rejectsOffset : 0)
+        var reader = try RecordReader(url: url, format: format == .csv ? .csv : .jsonLines, offset: position.offset, line: position.line)
+        defer { reader.close() }
+        var jsonColumns: [String: Column] = [:]
+        while true {
+            // One batch of parsed rows.
+            var rows: [Row] = []
+            var batchRejects: [(ImportRejection, [String?])] = []
+            var end = position.offset
+            while rows.count + batchRejects.count < options.batchSize, let record = try reader.next() {
+                end = record.end
+                do {
+                    let values: [(Column, AttributeValue?)]
+                    if let columns {
+                        values = try parseCSV(record, columns)
+                    } else {
+                        values = try parseJSON(record, &jsonColumns, ignored: &summary.ignoredColumns)
+                    }
+                    rows.append((record.line, values, record.fields))
+                } catch let rejection as ImportRejection {
+                    if options.strict { throw rejection }
+                    batchRejects.append((rejection, record.fields))
+                }
+            }
+            if rows.isEmpty && batchRejects.isEmpty { break }
+            try resolveDestinations(&rows, &batchRejects)
+            let read = rows.count + batchRejects.count
+            let batchRows = rows
+            var request = BatchInsertRequest<ManagedObject>(entityName: info.name, count: rows.count, onConflict: .update) { index, row in
+                for (column, value) in batchRows[index].values {
+                    switch column.target {
+                    case .attribute(let slot):
+                        try row.base.setAttribute(value, type: row.info.attributeTypes[slot], forKey: column.property, original: value)
+                    case .toOne(let slot, _, _):
+                        let destination = value.flatMap { if case .int64(let key) = $0 { key } else { nil } }
+                        try row.set(destination.map { ObjectID(entity: row.info.toOneDestinationNames[slot], primaryKey: $0) }, forKey: column.property)
+                    }
+                }
+            }
+            request.matchKey = key
+            let next = Checkpoint(identity: identity, offset: end, line: reader.line, rejectsOffset: 0, complete: try reader.peekAtEnd())
+            // The batch's rejects are written with its checkpoint, inside its transaction (a
+            // kill before the commit leaves them to be cut off and written again by the next run).
+            let state = BatchState(rejects: rejects, pending: batchRejects)
+            let job = self
+            request.beforeCommit = { db, invalid in
+                if job.options.strict, let first = invalid.first { throw job.rejection(first, batchRows) }
+                state.pending += invalid.map { (job.rejection($0, batchRows), batchRows[$0.index].raw) }
+                var checkpoint = next
+                checkpoint.rejectsOffset = try state.rejects.write(state.pending)
+                try job.writeCheckpoint(db, checkpoint)
+                state.written = true
+                KillPoint.hit("import.checkpoint.written")
+            }
+            let result = try coordinator.execute(request)
+            if !state.written {
+                if options.strict, let first = result.rejected.first { throw rejection(first, batchRows) }
+                state.pending += result.rejected.map { (rejection($0, batchRows), batchRows[$0.index].raw) }
+                _ = try state.rejects.write(state.pending)
+            }
+            rejects = state.rejects
+            summary.inserted += result.inserted
+            summary.updated += result.updated
+            summary.unchanged += result.unchanged
+            summary.rejected += state.pending.count
+            summary.rows += read
+            if result.generation != nil { summary.commits += 1 }
+            position = next
+            progress?(ImportProgress(rows: summary.rows, bytes: end, totalBytes: total))
+        }
+        return summary
+    }
+
+    /// What a batch's checkpoint closure changes (it is stored in the request).
+    private final class BatchState {
+        var rejects: RejectsFile
+        var pending: [(ImportRejection, [String?])]
+        var written = false
+        init(rejects: RejectsFile, pending: [(ImportRejection, [String?])]) {
+            self.rejects = rejects
+            self.pending = pending
+        }
+    }
+
+    private func rejection(_ invalid: (index: Int, failures: [ValidationFailure]), _ rows: [Row]) -> ImportRejection {
+        let failure = invalid.failures[0]
+        let column = rows[invalid.index].values.first { $0.0.property == failure.key }?.0.name ?? failure.key
+        return ImportRejection(line: rows[invalid.index].line, column: column, reason: "\(failure.rule.rawValue): \(failure.message)")
+    }
+
+    // MARK: Columns and values
+
+    /// The header's columns: mapped, or named after a property; the others ignored.
+    private func plan(_ header: [String], ignored: inout [String]) throws -> [Column?] {
+        for (column, _) in options.mapping where !header.contains(column) && format == .csv {
+            throw ImportError(message: "--map names column \(column), which the header does not have (it has \(header.joined(separator: ", ")))")
+        }
+        return try header.map { name in
+            guard let column = try column(for: name) else {
+                ignored.append(name)
+                return nil
+            }
+            return column
+        }
+    }
+
+    private func column(for name: String) throws -> Column? {
+        let target = options.mapping[name] ?? name
+        let parts = target.split(separator: ".", maxSplits: 1).map(String.init)
+        switch info.slot(parts[0]) {
+        case .attribute(let index)? where parts.count == 1:
+            return Column(name: name, target: .attribute(index: index), property: parts[0])
+        case .toOne(let index)?:
+            guard let destination = coordinator.model.schema.infos[info.toOnes[index].destination] else { return nil }
+            let attributeName = parts.count == 2 ? parts[1] : destination.entity.uniqueKeys.first(where: { $0.count == 1 })?.first
+            guard let attributeName, case .attribute(let attribute)? = destination.slot(attributeName) else {
+                throw ImportError(message: "column \(name) maps to to-one \(info.name).\(parts[0]): name the \(destination.name) attribute that finds its row (--map \(name)=\(parts[0]).ATTRIBUTE)")
+            }
+            return Column(name: name, target: .toOne(index: index, destination: destination, attribute: attribute), property: parts[0])
+        default:
+            if options.mapping[name] != nil {
+                throw ImportError(message: "--map \(name)=\(target): \(info.name) has no attribute or to-one \(target)")
+            }
+            return nil
+        }
+    }
+
+    private func parseCSV(_ record: RecordReader.Record, _ columns: [Column?]) throws -> [(Column, AttributeValue?)] {
+        guard record.fields.count == columns.count else {
+            throw ImportRejection(line: record.line, column: nil, reason: "\(record.fields.count) fields, the header has \(columns.count)")
+        }
+        var values: [(Column, AttributeValue?)] = []
+        values.reserveCapacity(columns.count)
+        for (column, field) in zip(columns, record.fields) {
+            guard let column else { continue }
+            values.append((column, try value(field, column, line: record.line)))
+        }
+        return values
+    }
+
+    private func parseJSON(_ record: RecordReader.Record, _ columns: inout [String: Column], ignored: inout [String]) throws -> [(Column, AttributeValue?)] {
+        let text = record.fields[0] ?? ""
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw ImportRejection(line: record.line, column: nil, reason: "not a JSON object")
+        }
+        var values: [(Column, AttributeValue?)] = []
+        for (name, member) in object.sorted(by: { $0.key < $1.key }) {
+            if columns[name] == nil {
+                guard let column = try column(for: name) else {
+                    if !ignored.contains(name) { ignored.append(name) }
+                    continue
+                }
+                columns[name] = column
+            }
+            guard let column = columns[name] else { continue }
+            let field: String? = switch member {
+            case is NSNull: nil
+            case let text as String: text
+            case let number as NSNumber: number.stringValue
+            default: "\(member)"
+            }
+            values.append((column, try value(field, column, line: record.line)))
+        }
+        return values
+    }
+
+    private func value(_ field: String?, _ column: Column, line: Int) throws -> AttributeValue? {
+        guard let field else { return nil }
+        let type: AttributeType
+        switch column.target {
+        case .attribute(let index): type = info.attributeTypes[index]
+        case .toOne(_, let destination, let attribute): type = destination.attributeTypes[attribute]
+        }
+        if field.isEmpty, type != .string { return nil }
+        guard let value = ImportJob.parse(field, as: type, dates: dates) else {
+            throw ImportRejection(line: line, column: column.name, reason: "\(field.debugDescription) is not a \(type.rawValue)")
+        }
+        return value
+    }
+
+    static func parse(_ text: String, as type: AttributeType, dates: DateParser) -> AttributeValue? {
+        let trimmed = type == .string ? text : text.trimmingCharacters(in: .whitespaces)
+        switch type {
+        case .string: return .string(text)
+        case .int16: return Int16(trimmed).map(AttributeValue.int16)
+        case .int32: return Int32(trimmed).map(AttributeValue.int32)
+        case .int64: return Int64(trimmed).map(AttributeValue.int64)
+        case .double: return Double(trimmed).flatMap { $0.isNaN ? nil : .double($0) }
+        case .float: return Float(trimmed).flatMap { $0.isNaN ? nil : .float($0) }
+        case .bool:
+            switch trimmed.lowercased() {
+            case "true", "1", "yes", "y", "t": return .bool(true)
+            case "false", "0", "no", "n", "f": return .bool(false)
+            default: return nil
+            }
+        case .date: return dates.parse(trimmed).map(AttributeValue.date)
+        case .binary: return Data(base64Encoded: trimmed).map(AttributeValue.binary)
+        case .uuid: return UUID(uuidString: trimmed).map(AttributeValue.uuid)
+        case .url: return URL(string: trimmed).map(AttributeValue.url)
+        case .decimal: return Decimal(string: trimmed, locale: Locale(identifier: "en_US_POSIX")).map(AttributeValue.decimal)
+        }
+    }
+
+    /// Each row's to-one values turned into their destinations' keys (read once per value);
+    /// a value no row has rejects its row.
+    private mutating func resolveDestinations(_ rows: inout [Row],
+                                              _ rejects: inout [(ImportRejection, [String?])]) throws {
+        var kept: [Row] = []
+        kept.reserveCapacity(rows.count)
+        for var row in rows {
+            var rejection: ImportRejection?
+            for (position, (column, value)) in row.values.enumerated() {
+                guard case .toOne(let index, let destination, let attribute) = column.target, let value else { continue }
+                if destinations[index]?[value] == nil {
+                    let found = try coordinator.withReader { db -> Int64? in
+                        let select = try db.cachedStatement("SELECT \(quoted(primaryKeyColumn)) FROM \(destination.table) WHERE \(quoted(destination.attributes[attribute].name)) = ? LIMIT 1")
+                        try RowSnapshot.bind(value, to: select, at: 1)
+                        defer { select.reset() }
+                        return try select.step() ? select.int64(at: 0) : nil
+                    }
+                    guard let found else {
+                        rejection = ImportRejection(line: row.line, column: column.name,
+                                                    reason: "no \(destination.name) has \(destination.attributes[attribute].name) = \(value)")
+                        break
+                    }
+                    destinations[index, default: [:]][value] = found
+                }
+                row.values[position].1 = .int64(destinations[index]![value]!)
+            }
+            if let rejection {
+                if options.strict { throw rejection }
+                rejects.append((rejection, row.raw))
+            } else {
+                kept.append(row)
+            }
+        }
+        rows = kept
+    }
+
+    // MARK: The checkpoint
+
+    private func readCheckpoint() throws -> Checkpoint? {
+        try coordinator.withReader { db in
+            let exists = try db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'strata_import'")
+            guard try exists.step() else { return nil }
+            let select = try db.prepare("SELECT identity, offset, line, rejects_offset, complete FROM strata_import WHERE entity = ? AND path = ?")
+            try select.bind(info.name, at: 1)
+            try select.bind(path, at: 2)
+            guard try select.step() else { return nil }
+            return Checkpoint(identity: select.string(at: 0), offset: select.int64(at: 1), line: Int(select.int64(at: 2)),
+                              rejectsOffset: select.int64(at: 3), complete: select.int64(at: 4) != 0)
+        }
+    }
+
+    func writeCheckpoint(_ db: Connection, _ checkpoint: Checkpoint) throws {
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS strata_import (entity TEXT NOT NULL, path TEXT NOT NULL, identity TEXT NOT NULL, \
+            offset INTEGER NOT NULL, line INTEGER NOT NULL, rejects_offset INTEGER NOT NULL, complete INTEGER NOT NULL, \
+            PRIMARY KEY (entity, path))
+            """)
+        try db.cachedStatement("INSERT OR REPLACE INTO strata_import (entity, path, identity, offset, line, rejects_offset, complete) VALUES (?, ?, ?, ?, ?, ?, ?)")
+            .execute(.text(info.name), .text(path), .text(checkpoint.identity), .integer(checkpoint.offset), .integer(Int64(checkpoint.line)),
+                     .integer(checkpoint.rejectsOffset), .integer(checkpoint.complete ? 1 : 0))
+    }
+}
+
+/// Dates in an import: ISO 8601 (with or without fractional seconds; a date alone is its UTC
+/// midnight), or a `DateFormatter` format.
+struct DateParser: @unchecked Sendable {
+    // @unchecked: the formatters are used by one import at a time (an ImportJob is not shared).
+    private let custom: DateFormatter?
+    private let internet = ISO8601DateFormatter()
+    private let fractional: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+    private let day: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withFullDate]
+        return formatter
+    }()
+
+    init(format: String?) {
+        custom = format.map { format in
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            formatter.dateFormat = format
+            return formatter
+        }
+    }
+
+    func parse(_ text: String) -> Date? {
+        if let custom { return custom.date(from: text) }
+        return internet.date(from: text) ?? fractional.date(from: text) ?? day.date(from: text)
+    }
+}
+
+/// The rejects file: bad rows with line, column and reason, cut back to what the last committed
+/// batch had written when a run goes on from a checkpoint.
+struct RejectsFile {
+    private let url: URL?
+    private let json: Bool
+    private var size: Int64 = 0
+
+    init(url: URL?, keepingBytes kept: Int64) throws {
+        self.url = url
+        json = url.map { ["jsonl", "ndjson"].contains($0.pathExtension.lowercased()) } ?? false
+        guard let url else { return }
+        if !FileManager.default.fileExists(atPath: url.path) { _ = FileManager.default.createFile(atPath: url.path, contents: nil) }
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        try handle.truncate(atOffset: UInt64(kept))
+        size = kept
+        if kept == 0, !json {
+            try handle.write(contentsOf: Data("line,column,reason,row\n".utf8))
+            size = Int64("line,column,reason,row\n".utf8.count)
+        }
+    }
+
+    /// Appends `rejects`; returns the file's size after them.
+    mutating func write(_ rejects: [(ImportRejection, [String?])]) throws -> Int64 {
+        guard let url, !rejects.isEmpty else { return size }
+        var text = ""
+        for (rejection, fields) in rejects {
+            if json {
+                let object: [String: Any] = ["line": rejection.line, "column": rejection.column ?? NSNull(), "reason": rejection.reason,
+                                             "row": fields.map { $0 ?? "" }.joined(separator: ",")]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+                text += String(decoding: data, as: UTF8.self) + "\n"
+            } else {
+                let row = fields.map { $0 ?? "" }.joined(separator: ",")
+                text += ["\(rejection.line)", rejection.column ?? "", rejection.reason, row].map(RejectsFile.csvField).joined(separator: ",") + "\n"
+            }
+        }
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(size))
+        let data = Data(text.utf8)
+        try handle.write(contentsOf: data)
+        size += Int64(data.count)
+        return size
+    }
+
+    static func csvField(_ text: String) -> String {
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+import Strata
+import StrataTestSupport
+
+@Entity final class Tome: ManagedObject {
+    #Unique<Tome>([\.title, \.author])
+    @Attribute(.unique) var isbn: String
+    var title: String
+    var author: String = ""
+    var price: Double = 0
+    /// Never in an import file: an upsert must keep it.
+    var shelfNote: String?
+}
+
+/// The same entity without unique keys (the version a store was made with before them).
+@Entity("Tome") final class PlainTome: ManagedObject {
+    var isbn: String
+    var title: String
+    var author: String = ""
+    var price: Double = 0
+    var shelfNote: String?
+}
+
+/// Unique keys in the model, batch inserts that upsert, and the resumable import, as a user
+/// writes them.
+@Suite struct UniqueKeysAndUpsertTests {
+    static func model() throws -> Model { try Model(version: "2", types: [Tome.self]) }
+
+    @Test func uniqueKeysComeFromTheAttributeOptionAndUniqueMacro() throws {
+        let entity = try #require(try Self.model().entity(named: "Tome"))
+        #expect(entity.uniqueKeys == [["isbn"], ["title", "author"]])
+        #expect(entity.attribute(named: "isbn")?.isUnique == true)
+        #expect(entity.uniquenessConstraints == [["title", "author"]])
+        // Part of the version hash; a model without unique keys hashes as before.
+        let plain = try Model(version: "1", types: [PlainTome.self])
+        #expect(plain.versionHash != (try Self.model()).versionHash)
+        // The string model says the same, and survives the store's JSON.
+        let written = Entity("Tome", attributes: [Attribute("isbn", .string, isOptional: false, isUnique: true),
+                                                     Attribute("title", .string, isOptional: false),
+                                                     Attribute("author", .string, isOptional: false, defaultValue: .string("")),
+                                                     Attribute("price", .double, isOptional: false, defaultValue: .double(0)),
+                                                     Attribute("shelfNote", .string)],
+                             uniquenessConstraints: [["title", "author"]])
+        let stringModel = try Model(version: "2", entities: [written])
+        #expect(stringModel.versionHash == (try Self.model()).versionHash)
+        let decoded = try JSONDecoder().decode(Model.self, from: stringModel.jsonData())
+        #expect(decoded.entity(named: "Tome")?.uniqueKeys == [["isbn"], ["title", "author"]])
+        #expect(throws: ModelError.self) {
+            try Model(version: "x", entities: [Entity("Tome", attributes: [Attribute("isbn", .string)], uniquenessConstraints: [["nope"]])])
+        }
+    }
+
+    @Test func batchInsertUpsertsByTheUniqueKey() throws {
+        let folder = TemporaryDirectory()
+        let container = try PersistentContainer(model: try Self.model(), url: folder.file("books.sqlite"))
+        let coordinator = container.coordinator
+        let books = [("111", "Dune", "Herbert", 9.5), ("222", "Emma", "Austen", 4.0), ("333", "Ulysses", "Joyce", 12.0)]
+        func request(_ rows: [(String, String, String, Double)], _ conflict: BatchConflictResolution) -> BatchInsertRequest<Tome> {
+            BatchInsertRequest(Tome.self, count: rows.count, onConflict: conflict) { index, row in
+                try row.set(\.isbn, rows[index].0)
+                try row.set(\.title, rows[index].1)
+                try row.set(\.author, rows[index].2)
+                try row.set(\.price, rows[index].3)
+            }
+        }
+        let first = try coordinator.execute(request(books, .update))
+        #expect((first.inserted, first.updated, first.unchanged) == (3, 0, 0))
+        let generation = try coordinator.currentHistoryToken().generation
+
+        // The same rows again: nothing changes, nothing is committed.
+        let again = try coordinator.execute(request(books, .update))
+        #expect((again.inserted, again.updated, again.unchanged) == (0, 0, 3))
+        #expect(again.generation == nil)
+        #expect(try coordinator.currentHistoryToken().generation == generation)
+
+        // A note set by the app survives an upsert that does not name it.
+        let main = container.mainContext
+        let emmaID = try main.performAndWait {
+            let emma = try #require(try main.fetch(FetchRequest<Tome>(predicate: #Predicate { $0.isbn == "222" })).first)
+            emma.shelfNote = "signed"
+            try main.saveToStore()
+            return emma.objectID
+        }
+        let changed = try coordinator.execute(request([("222", "Emma", "Austen", 5.0), ("444", "Kim", "Kipling", 3.0)], .update))
+        #expect((changed.inserted, changed.updated, changed.unchanged) == (1, 1, 0))
+        #expect(changed.objectIDs.contains(emmaID))
+        try main.performAndWait {
+            let all = try main.fetch(FetchRequest<Tome>(sortBy: [SortDescriptor(\.isbn)]))
+            #expect(all.map(\.isbn) == ["111", "222", "333", "444"])
+            let emma = try #require(all.first { $0.isbn == "222" })
+            #expect(emma.objectID == emmaID)
+            #expect(emma.price == 5.0)
+            #expect(emma.shelfNote == "signed")
+        }
+        // The history says update for the upserted row, insert for the new one.
+        let last = try #require(try coordinator.history(after: HistoryToken(store: coordinator.storeUUID, generation: generation + 1)).last)
+        #expect(Set(last.changes.map { "\($0.kind)" }) == ["insert", "update"])
+        let update = try #require(last.changes.first { $0.kind == .update })
+        #expect(update.objectID == emmaID)
+        #expect(update.attributes["price"] == .some(.double(5.0)))
+
+        // The compound key decides too: same title and author, another ISBN.
+        #expect(throws: BatchError.uniqueKeyConflict(entity: "Tome", key: ["title", "author"], values: ["Dune", "Herbert"])) {
+            try coordinator.execute(request([("999", "Dune", "Herbert", 1.0)], .fail))
+        }
+        let ignored = try coordinator.execute(request([("111", "Dune", "Herbert", 1.0)], .ignore))
+        #expect((ignored.inserted, ignored.updated, ignored.unchanged) == (0, 0, 1))
+        // A row whose two keys name two different rows can't be one of them.
+        #expect(throws: BatchError.self) { try coordinator.execute(request([("111", "Emma", "Austen", 1.0)], .update)) }
+    }
+
+    @Test func aMigrationAddingAUniqueKeyNamesTheCollidingRows() throws {
+        let folder = TemporaryDirectory()
+        let url = folder.file("books.sqlite")
+        do {
+            let old = try StoreCoordinator(model: try Model(version: "1", types: [PlainTome.self]), url: url)
+            try old.execute(BatchInsertRequest(PlainTome.self, count: 3) { index, row in
+                try row.set(\.isbn, ["111", "111", "222"][index])
+                try row.set(\.title, ["A", "B", "C"][index])
+            })
+            old.close()
+        }
+        let before = try Data(contentsOf: url)
+        var options = StoreOptions()
+        options.migration = .lightweight()
+        #expect(throws: MigrationError.uniqueKeyCollision(entity: "Tome", key: ["isbn"], values: [["111"]], count: 1)) {
+            _ = try StoreCoordinator(model: try Self.model(), url: url, options: options)
+        }
+        #expect(try Data(contentsOf: url) == before)
+        // Duplicates gone, the migration goes through and the key holds.
+        do {
+            let old = try StoreCoordinator(model: try Model(version: "1", types: [PlainTome.self]), url: url)
+            try old.execute(BatchDeleteRequest(PlainTome.self, predicate: #Predicate { $0.title == "B" }))
+            old.close()
+        }
+        let migrated = try StoreCoordinator(model: try Self.model(), url: url, options: options)
+        defer { migrated.close() }
+        #expect(throws: BatchError.self) {
+            try migrated.execute(BatchInsertRequest(Tome.self, count: 1) { _, row in
+                try row.set(\.isbn, "111")
+                try row.set(\.title, "Z")
+            })
+        }
+    }
+
+    @Test func anImportRunTwiceChangesNothingTheSecondTime() throws {
+        let folder = TemporaryDirectory()
+        let coordinator = try StoreCoordinator(model: try Self.model(), url: folder.file("books.sqlite"))
+        defer { coordinator.close() }
+        let csv = folder.file("books.csv")
+        var text = "isbn,title,writer,price,unused\n"
+        for i in 0..<1_234 { text += "\(10_000 + i),\"Title, \(i)\",Author \(i % 97),\(Double(i) / 4),x\n" }
+        text += "bad,Broken,Nobody,not-a-number,x\n"
+        try Data(text.utf8).write(to: csv)
+        var options = ImportOptions(entity: "Tome")
+        options.mapping = ["writer": "author"]
+        options.batchSize = 100
+        options.rejects = folder.file("rejects.csv")
+        let first = try coordinator.importFile(at: csv, options: options)
+        #expect((first.inserted, first.updated, first.unchanged, first.rejected) == (1_234, 0, 0, 1))
+        #expect(first.ignoredColumns == ["unused"])
+        let rejects = try String(contentsOf: folder.file("rejects.csv"), encoding: .utf8)
+        #expect(rejects.contains("1236,price,"))
+        let generation = try coordinator.currentHistoryToken().generation
+        let second = try coordinator.importFile(at: csv, options: options)
+        #expect(second.alreadyComplete)
+        // Read again in full (--restart): every row unchanged, still no commit.
+        options.restart = true
+        let third = try coordinator.importFile(at: csv, options: options)
+        #expect((third.inserted, third.updated, third.unchanged, third.commits) == (0, 0, 1_234, 0))
+        #expect(try coordinator.currentHistoryToken().generation == generation)
+        // The library changed: one price edited, one row added.
+        text = text.replacingOccurrences(of: "10007,\"Title, 7\",Author 7,1.75,x", with: "10007,\"Title, 7\",Author 7,2.0,x")
+        text += "99999,New,Someone,1.0,x\n"
+        try Data(text.utf8).write(to: csv)
+        options.restart = false
+        let fourth = try coordinator.importFile(at: csv, options: options)
+        #expect((fourth.inserted, fourth.updated, fourth.unchanged) == (1, 1, 1_233))
+    }
+}
