@@ -13,6 +13,11 @@ import StrataTestSupport
     var shelfNote: String?
 }
 
+@Entity final class Loan: ManagedObject {
+    var who: String = ""
+    var tome: Tome?
+}
+
 /// The same entity without unique keys (the version a store was made with before them).
 @Entity("Tome") final class PlainTome: ManagedObject {
     var isbn: String
@@ -26,6 +31,121 @@ import StrataTestSupport
 /// writes them.
 @Suite struct UniqueKeysAndUpsertTests {
     static func model() throws -> Model { try Model(version: "2", types: [Tome.self]) }
+    static func loansModel() throws -> Model { try Model(version: "3", types: [Tome.self, Loan.self]) }
+
+    /// Records a controller's object changes by kind.
+    final class ChangeRecorder: FetchedResultsControllerDelegate {
+        var kinds: [String] = []
+        func controller(_ controller: AnyFetchedResultsController, didChange objectID: ObjectID,
+                        at indexPath: FetchedIndexPath?, for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?) {
+            kinds.append("\(type)")
+        }
+    }
+
+    /// SwiftData's rule: an object inserted with a key a stored row holds becomes that row.
+    @Test func anInsertedObjectWithAStoredKeyBecomesThatRowWhenSaved() throws {
+        let folder = TemporaryDirectory()
+        let container = try PersistentContainer(model: try Self.loansModel(), url: folder.file("books.sqlite"))
+        let main = container.mainContext
+        let storedID = try main.performAndWait {
+            let tome = try main.insert(Tome.self)
+            tome.isbn = "111"
+            tome.title = "Dune"
+            tome.author = "Herbert"
+            tome.price = 9
+            tome.shelfNote = "kept"
+            try main.saveToStore()
+            return tome.objectID
+        }
+        let recorder = ChangeRecorder()
+        let controller = try main.performAndWait {
+            let controller = FetchedResultsController(FetchRequest<Tome>(sortBy: [SortDescriptor(\.isbn)]), context: main)
+            controller.delegate = recorder
+            try controller.performFetch()
+            return controller
+        }
+        let update = container.newUpdateContext()
+        let before = try container.coordinator.currentHistoryToken()
+        let (newObjectID, loanTome) = try update.performAndWait {
+            let again = try update.insert(Tome.self)
+            again.isbn = "111"
+            again.title = "Dune"
+            again.author = "Herbert"
+            again.price = 12
+            let loan = try update.insert(Loan.self)
+            loan.who = "Ada"
+            loan.tome = again
+            try update.saveToStore()
+            return (again.objectID, loan.tome?.objectID)
+        }
+        #expect(newObjectID == storedID)
+        #expect(loanTome == storedID)
+        try main.performAndWait {
+            let all = try main.fetch(FetchRequest<Tome>())
+            #expect(all.count == 1)
+            #expect(all.first?.price == 12)
+            // The inserted object is the row's new state, whole (a batch upsert writes only what
+            // its fill set; see the article).
+            #expect(all.first?.shelfNote == nil)
+            let loans = try main.fetch(FetchRequest<Loan>())
+            #expect(loans.first?.tome?.objectID == storedID)
+            #expect(try controller.fetchedObjects?.count == 1)
+        }
+        #expect(!recorder.kinds.contains("insert") && !recorder.kinds.contains("delete"), "\(recorder.kinds)")
+        #expect(recorder.kinds.contains("update"), "\(recorder.kinds)")
+        let transactions = try container.coordinator.history(after: before)
+        let tomeChanges = transactions.flatMap(\.changes).filter { $0.objectID.entityName == "Tome" }
+        #expect(tomeChanges.map(\.kind) == [.update])
+
+        // Two objects inserted with one new key in one save become one row.
+        try update.performAndWait {
+            for price in [1.0, 2.0] {
+                let tome = try update.insert(Tome.self)
+                tome.isbn = "222"
+                tome.title = "Emma"
+                tome.price = price
+            }
+            try update.saveToStore()
+        }
+        try main.performAndWait {
+            let emmas = try main.fetch(FetchRequest<Tome>(predicate: #Predicate { $0.isbn == "222" }))
+            #expect(emmas.map(\.price) == [2.0])
+        }
+    }
+
+    @Test func theStrictRuleThrowsAndLeavesTheContextAsItWas() throws {
+        let folder = TemporaryDirectory()
+        let container = try PersistentContainer(model: try Self.model(), url: folder.file("books.sqlite"))
+        let main = container.mainContext
+        try main.performAndWait {
+            let tome = try main.insert(Tome.self)
+            tome.isbn = "111"
+            tome.title = "Dune"
+            try main.saveToStore()
+        }
+        let update = container.newUpdateContext()
+        try update.performAndWait {
+            update.uniqueKeyConflicts = .fail
+            let again = try update.insert(Tome.self)
+            again.isbn = "111"
+            again.title = "Other"
+            let id = again.objectID
+            #expect(throws: UniqueKeyConflictError(entity: "Tome", key: ["isbn"], values: ["111"])) { try update.saveToStore() }
+            #expect(again.objectID == id)
+            #expect(again.isInserted)
+            #expect(update.hasChanges)
+            // The default rule, and a store-wins policy: the object takes the stored values.
+            update.uniqueKeyConflicts = .upsert
+            update.mergePolicy = .storeWinsPerProperty
+            try update.saveToStore()
+            #expect(again.title == "Dune")
+        }
+        try main.performAndWait {
+            let titles = try main.fetch(FetchRequest<Tome>()).map(\.title)
+            #expect(titles == ["Dune"])
+        }
+    }
+
 
     @Test func uniqueKeysComeFromTheAttributeOptionAndUniqueMacro() throws {
         let entity = try #require(try Self.model().entity(named: "Tome"))

@@ -36,19 +36,28 @@ extension ManagedObjectContext {
         try coordinator.refuseWriteIfReadOnly("a save")
         KillPoint.hit("save.begin", in: name)
         post(.willSave)
-        try validateForSave()
-        KillPoint.hit("save.validated", in: name)
-        if parent != nil {
-            _ = try saveIntoParent(forwardNow: true)
-            KillPoint.hit("save.pushed", in: name)
-            return nil
+        // Inserted objects whose unique key a stored row holds become that row (or the save
+        // throws); put back when anything below throws.
+        let adoption = try adoptUniqueKeyHolders()
+        let outcome: CommitOutcome
+        do {
+            try validateForSave()
+            KillPoint.hit("save.validated", in: name)
+            if parent != nil {
+                _ = try saveIntoParent(forwardNow: true)
+                KillPoint.hit("save.pushed", in: name)
+                return nil
+            }
+            let changes = try pendingStoreChanges()
+            guard !changes.isEmpty else {
+                acceptPendingChanges()
+                return nil
+            }
+            outcome = try coordinator.commit(changes, policy: policy, origin: name, author: inherited ?? author)
+        } catch {
+            undo(adoption)
+            throw error
         }
-        let changes = try pendingStoreChanges()
-        guard !changes.isEmpty else {
-            acceptPendingChanges()
-            return nil
-        }
-        let outcome = try coordinator.commit(changes, policy: policy, origin: name, author: inherited ?? author)
         KillPoint.hit("committed", in: name)
         let (rows, removed) = finishSave(outcome.resolutions, committed: true,
                                          gather: isObserved || coordinator.contexts.hasMergingRoots(besides: self))
@@ -90,12 +99,19 @@ extension ManagedObjectContext {
         var own: Checkpoint?
         var pushed: (checkpoint: Checkpoint, rows: RowChanges)?
         if hasChanges { try coordinator.refuseWriteIfReadOnly("a save") }
+        var adoption = UniqueKeyAdoption()
         if hasChanges {
             post(.willSave)
-            try validateForSave()
-            if case .committed(let result) = try commitThroughCleanAncestors(author: author) { return result }
-            own = Checkpoint(self, ids: Array(inserted.keys) + Array(updated.keys) + Array(deleted.keys))
-            pushed = try saveIntoParent(forwardNow: false)
+            adoption = try adoptUniqueKeyHolders()
+            do {
+                try validateForSave()
+                if case .committed(let result) = try commitThroughCleanAncestors(author: author) { return result }
+                own = Checkpoint(self, ids: Array(inserted.keys) + Array(updated.keys) + Array(deleted.keys))
+                pushed = try saveIntoParent(forwardNow: false)
+            } catch {
+                undo(adoption)
+                throw error
+            }
         }
         do {
             return try parent.performAndWait {
@@ -107,6 +123,7 @@ extension ManagedObjectContext {
         } catch {
             if let pushed { parent.performAndWait { parent.restore(pushed.checkpoint) } }
             if let own { restore(own) }
+            undo(adoption)
             throw error
         }
     }

@@ -55,6 +55,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var conflictBases: [ObjectID: RowSnapshot] = [:]
 
     var policy: MergePolicy = .error
+    var uniqueKeyResolution: UniqueKeyConflictResolution = .upsert
     /// ``transactionAuthor``, behind its own lock: set from any thread, as Core Data's is set
     /// on a view context from the main thread right after making it.
     private let authorStorage = Locked<String?>(nil)

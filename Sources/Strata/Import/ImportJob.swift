@@ -145,6 +145,8 @@ struct ImportJob {
                 }
             }
             request.matchKey = key
+            // Rows that break the model are rejects (under strict, the checkpoint closure throws).
+            request.skipsInvalidRows = true
             let next = Checkpoint(identity: identity, offset: end, line: reader.line, rejectsOffset: 0, complete: try reader.peekAtEnd())
             // The batch's rejects are written with its checkpoint, inside its transaction (a
             // kill before the commit leaves them to be cut off and written again by the next run).

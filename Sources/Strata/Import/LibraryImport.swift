@@ -11,8 +11,9 @@ public struct ImportOptions: Sendable {
     /// The file's format; `nil` tells it by the extension (`.jsonl`, `.ndjson`: JSON Lines, else CSV).
     public var format: Format?
     /// Column (or JSON member) → property. A column maps to the attribute of its own name unless
-    /// mapped here; `"airline": "airline.carrier"` maps a column to a to-one, found by a unique
-    /// key of its destination (here the `Airline` whose `carrier` is the column's value).
+    /// mapped here; `"airline": "airline.carrier"` maps a column to a to-one, found by an
+    /// attribute of its destination (here the `Airline` whose `carrier` is the column's value;
+    /// the first such row: make the attribute unique so that there is one).
     public var mapping: [String: String] = [:]
     /// The key rows are matched by: the entity's first unique key when `nil`.
     public var key: [String]?
@@ -40,7 +41,8 @@ public struct ImportSummary: Sendable, Codable, Equatable {
     public var rows = 0
     /// Commits made (a batch that changed nothing commits nothing).
     public var commits = 0
-    /// The line this run started at: 1, or where an earlier run's last committed batch ended.
+    /// The line this run started reading rows at: the first after a CSV's header (2) or a JSON
+    /// Lines file's first (1), or where an earlier run's last committed batch ended.
     public var startLine = 1
     /// Whether this run went on from an earlier run's checkpoint.
     public var resumed = false

@@ -29,8 +29,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     // the name's 16 bytes is one malloc size class smaller (96 bytes, not 112), 16 bytes less
     // for every object an import holds.
     public var objectID: ObjectID { ObjectID(entity: info.internedName, primaryKey: primaryKey) }
-    /// The object's primary key in its entity's table.
-    let primaryKey: Int64
+    /// The object's primary key in its entity's table. Changed only by a save that makes an
+    /// inserted object the stored row holding its unique key (`adoptUniqueKeyHolders`).
+    var primaryKey: Int64
     @usableFromInline let info: EntityInfo
     /// The way to the context: shared by all its objects, held strongly (see ``ContextLink``).
     @usableFromInline let link: ContextLink

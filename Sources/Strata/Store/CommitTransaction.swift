@@ -109,7 +109,11 @@ struct CommitTransaction {
             }
             guard let insert, let entity else { preconditionFailure("a run of rows starts with its entity's INSERT") }
             try insert.bind(id.primaryKey, at: 1)
-            try row.execute(insert, from: 2)
+            do {
+                try row.execute(insert, from: 2)
+            } catch let error as SQLiteError {
+                throw UniqueKeyConflictError(error, entity, row) ?? error
+            }
             try danglingKeys.check(entity, id.primaryKey, row, original: nil)
             wrote = true
         }
@@ -123,7 +127,11 @@ struct CommitTransaction {
             try row.bind(to: update, from: 1)
             try update.bind(key, at: Int32(info.columns.count + 1))
             try update.bind(original.version, at: Int32(info.columns.count + 2))
-            try update.execute()
+            do {
+                try update.execute()
+            } catch let error as SQLiteError {
+                throw UniqueKeyConflictError(error, info, row) ?? error
+            }
             guard db.changes == 0 else {
                 wrote = true
                 history?.updated(info, key, new: row, old: original)
@@ -222,5 +230,20 @@ struct HistoryRecorder {
         for (entity, keys) in deletedKeys.sorted(by: { $0.key < $1.key }) { record.add(entity, .delete, keys) }
         links.record(into: &record)
         return record
+    }
+}
+
+extension UniqueKeyConflictError {
+    /// SQLite's `UNIQUE constraint failed: Entity.a, Entity.b` for a row of `info`, typed; `nil`
+    /// for any other error.
+    init?(_ error: SQLiteError, _ info: EntityInfo, _ row: RowSnapshot) {
+        guard error.code.rawValue == 2067, let colon = error.message.range(of: "failed: ") else { return nil }
+        let names = error.message[colon.upperBound...].split(separator: ",").map { part in
+            String(part.trimmingCharacters(in: .whitespaces).split(separator: ".").last ?? "")
+        }
+        guard names.allSatisfy({ info.slot($0) != nil }) else { return nil }
+        self.init(entity: info.name, key: names, values: names.map { name in
+            info.slot(name).flatMap { row.value(of: $0) }.map(\.plainText) ?? "nil"
+        })
     }
 }
