@@ -159,6 +159,18 @@ import Testing
             // "The examples use the @Entity classes Category and Good of GettingStarted and a context."
             Unit(blocks: [1, 2], given: Given.gettingStarted),
         ],
+        "ImportingALibrary.md": [
+            // The article's Author and Book (its first block); the snippets assume a container
+            // (and its main context) on their store, the rows of a file already read (`rows`,
+            // `records`: "your own reader of the file").
+            Unit(blocks: [1, 2, 3, 4, 5], given: """
+                struct Record { var isbn: String; var title: String; var price: Double }
+                let records: [Record] = []
+                let rows = records
+                let container = try PersistentContainer(inMemoryWith: try Model(version: "1", types: [Author.self, Book.self]))
+                let context = container.mainContext
+                """),
+        ],
         "BatchRequests.md": [
             // "The example's Good has a name, a price, a stock, an onSale flag and an optional
             // category, and context is a context on its store."
