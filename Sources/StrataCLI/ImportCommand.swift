@@ -38,6 +38,8 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "Rows per transaction.") var batch = 5_000
     @Option(name: .customLong("date-format"), help: "A date format (DateFormatter, UTC) for date columns; ISO 8601 otherwise.")
     var dateFormat: String?
+    @Option(help: ArgumentHelp("A field with exactly this text is no value (as an empty one is), such as NA.", valueName: "text"))
+    var null: String?
     @Option(help: "Write bad rows here (CSV, or JSON Lines for .jsonl).") var rejects: String?
     @Flag(help: "Start from the file's beginning, not where a killed run stopped.") var restart = false
     @Flag(help: "Stop at the first bad row.") var strict = false
@@ -57,6 +59,7 @@ struct ImportCommand: ParsableCommand {
         guard batch >= 1 else { throw CommandFailure(.usage, "--batch must be at least 1") }
         options.batchSize = batch
         options.dateFormat = dateFormat
+        options.nullText = null
         options.rejects = rejects.map { URL(fileURLWithPath: $0) }
         options.restart = restart
         options.strict = strict

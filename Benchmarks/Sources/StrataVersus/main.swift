@@ -19,6 +19,9 @@ func main() throws {
     #endif
     let began = clock.now
     let dataDirectory = packageDirectory.appendingPathComponent("data")
+    if ProcessInfo.processInfo.environment["STRATA_IMPORT_BENCH"] != nil {
+        return try ImportBench.run(dataDirectory: dataDirectory)
+    }
     // Profiling aid: `STRATA_PROFILE=<mode> StrataVersus` runs one side of one workload alone
     // (Profile.swift; README, "Profiling"). STRATA_PROFILE_FLIGHTS=N parses the first N flights only.
     let profile = ProcessInfo.processInfo.environment["STRATA_PROFILE"]

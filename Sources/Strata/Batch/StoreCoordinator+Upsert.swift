@@ -21,10 +21,9 @@ extension StoreCoordinator {
                 let first = select.int64(at: 0)
                 select.reset()
                 let insert = try db.cachedStatement(info.insertSQL)
-                let read = try db.cachedStatement(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) = ?")
+                // Each key's look-up reads the holder's row whole (one statement, not a key then a row).
                 let lookups = try uniqueSlots.map { key in
-                    try db.cachedStatement("SELECT \(quoted(primaryKeyColumn)) FROM \(info.table) WHERE "
-                        + key.names.map { "\(quoted($0)) = ?" }.joined(separator: " AND "))
+                    try db.cachedStatement(info.selectSQL + " WHERE " + key.names.map { "\(quoted($0)) = ?" }.joined(separator: " AND "))
                 }
                 var row = BatchRow<Result>(BatchRowValues(info: info, statement: try db.cachedStatement(info.echoSQL)))
                 var failures: [ValidationFailure] = []
@@ -50,6 +49,7 @@ extension StoreCoordinator {
                     let new = try row.base.echo(key: key)
                     // The stored rows that hold one of its keys (a key with a nil part holds none).
                     var holders: [Int64] = []
+                    var holderRow: RowSnapshot?
                     var conflict: (names: [String], values: [String])?
                     for (k, key) in uniqueSlots.enumerated() {
                         let values = key.slots.map { new.value(of: $0) }
@@ -59,6 +59,7 @@ extension StoreCoordinator {
                         defer { lookup.reset() }
                         if try lookup.step() {
                             let holder = lookup.int64(at: 0)
+                            if holderRow == nil, request.onConflict == .update { holderRow = RowSnapshot(statement: lookup, info: info) }
                             if !holders.contains(holder) { holders.append(holder) }
                             conflict = conflict ?? (key.names, values.map { $0.map(\.plainText) ?? "nil" })
                         }
@@ -78,10 +79,7 @@ extension StoreCoordinator {
                         result.unchanged += 1
                         continue
                     }
-                    try read.bind(holder, at: 1)
-                    guard try read.step() else { preconditionFailure("the row a unique key named is gone inside the transaction") }
-                    let old = RowSnapshot(statement: read, info: info)
-                    read.reset()
+                    guard let old = holderRow else { preconditionFailure("an update's look-up read the holder's row") }
                     var merged = old
                     for slot in 0..<slotCount where isSet[slot] {
                         if slot < info.attributes.count {

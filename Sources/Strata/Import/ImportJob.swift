@@ -79,7 +79,9 @@ struct ImportJob {
         var complete: Bool
     }
 
-    typealias Row = (line: Int, values: [(Column, AttributeValue?)], raw: [String?])
+    /// A parsed row: its values by the run's column (``active``'s index; `.none`: the row does
+    /// not give that column, `.some(nil)`: no value).
+    typealias Row = (line: Int, values: [AttributeValue??], raw: [String?])
 
     mutating func run(progress: ((ImportProgress) -> Void)?) throws -> ImportSummary {
         var summary = ImportSummary()
@@ -108,7 +110,17 @@ struct ImportJob {
         var rejects = try RejectsFile(url: options.rejects, keepingBytes: summary.resumed ? position.rejectsOffset : 0)
         var reader = try RecordReader(url: url, format: format == .csv ? .csv : .jsonLines, offset: position.offset, line: position.line)
         defer { reader.close() }
-        var jsonColumns: [String: Column] = [:]
+        // The columns rows give values for, in one array (a row's values are by index: no column
+        // copied per value). CSV: the header's, fixed; JSON Lines: each member as first met.
+        var active: [Column] = []
+        var fieldColumn: [Int?] = []
+        if let columns {
+            for column in columns {
+                fieldColumn.append(column.map { _ in active.count })
+                if let column { active.append(column) }
+            }
+        }
+        var jsonColumns: [String: Int] = [:]
         while true {
             // One batch of parsed rows.
             var rows: [Row] = []
@@ -117,11 +129,11 @@ struct ImportJob {
             while rows.count + batchRejects.count < options.batchSize, let record = try reader.next() {
                 end = record.end
                 do {
-                    let values: [(Column, AttributeValue?)]
-                    if let columns {
-                        values = try parseCSV(record, columns)
+                    let values: [AttributeValue??]
+                    if columns != nil {
+                        values = try parseCSV(record, fieldColumn, active)
                     } else {
-                        values = try parseJSON(record, &jsonColumns, ignored: &summary.ignoredColumns)
+                        values = try parseJSON(record, &active, &jsonColumns, ignored: &summary.ignoredColumns)
                     }
                     rows.append((record.line, values, record.fields))
                 } catch let rejection as ImportRejection {
@@ -130,11 +142,15 @@ struct ImportJob {
                 }
             }
             if rows.isEmpty && batchRejects.isEmpty { break }
-            try resolveDestinations(&rows, &batchRejects)
+            try resolveDestinations(&rows, active, &batchRejects)
             let read = rows.count + batchRejects.count
             let batchRows = rows
+            let batchColumns = active
             var request = BatchInsertRequest<ManagedObject>(entityName: info.name, count: rows.count, onConflict: .update) { index, row in
-                for (column, value) in batchRows[index].values {
+                let values = batchRows[index].values
+                for position in values.indices {
+                    guard case .some(let value) = values[position] else { continue }
+                    let column = batchColumns[position]
                     switch column.target {
                     case .attribute(let slot):
                         try row.base.setAttribute(value, type: row.info.attributeTypes[slot], forKey: column.property, original: value)
@@ -153,8 +169,8 @@ struct ImportJob {
             let state = BatchState(rejects: rejects, pending: batchRejects)
             let job = self
             request.beforeCommit = { db, invalid in
-                if job.options.strict, let first = invalid.first { throw job.rejection(first, batchRows) }
-                state.pending += invalid.map { (job.rejection($0, batchRows), batchRows[$0.index].raw) }
+                if job.options.strict, let first = invalid.first { throw job.rejection(first, batchRows, batchColumns) }
+                state.pending += invalid.map { (job.rejection($0, batchRows, batchColumns), batchRows[$0.index].raw) }
                 var checkpoint = next
                 checkpoint.rejectsOffset = try state.rejects.write(state.pending)
                 try job.writeCheckpoint(db, checkpoint)
@@ -163,8 +179,8 @@ struct ImportJob {
             }
             let result = try coordinator.execute(request)
             if !state.written {
-                if options.strict, let first = result.rejected.first { throw rejection(first, batchRows) }
-                state.pending += result.rejected.map { (rejection($0, batchRows), batchRows[$0.index].raw) }
+                if options.strict, let first = result.rejected.first { throw rejection(first, batchRows, batchColumns) }
+                state.pending += result.rejected.map { (rejection($0, batchRows, batchColumns), batchRows[$0.index].raw) }
                 _ = try state.rejects.write(state.pending)
             }
             rejects = state.rejects
@@ -191,9 +207,10 @@ struct ImportJob {
         }
     }
 
-    private func rejection(_ invalid: (index: Int, failures: [ValidationFailure]), _ rows: [Row]) -> ImportRejection {
+    private func rejection(_ invalid: (index: Int, failures: [ValidationFailure]), _ rows: [Row], _ active: [Column]) -> ImportRejection {
         let failure = invalid.failures[0]
-        let column = rows[invalid.index].values.first { $0.0.property == failure.key }?.0.name ?? failure.key
+        let given = rows[invalid.index].values.count
+        let column = active.prefix(given).first { $0.property == failure.key }?.name ?? failure.key
         return ImportRejection(line: rows[invalid.index].line, column: column, reason: "\(failure.rule.rawValue): \(failure.message)")
     }
 
@@ -234,47 +251,52 @@ struct ImportJob {
         }
     }
 
-    private func parseCSV(_ record: RecordReader.Record, _ columns: [Column?]) throws -> [(Column, AttributeValue?)] {
-        guard record.fields.count == columns.count else {
-            throw ImportRejection(line: record.line, column: nil, reason: "\(record.fields.count) fields, the header has \(columns.count)")
+    private func parseCSV(_ record: RecordReader.Record, _ fieldColumn: [Int?], _ active: [Column]) throws -> [AttributeValue??] {
+        guard record.fields.count == fieldColumn.count else {
+            throw ImportRejection(line: record.line, column: nil, reason: "\(record.fields.count) fields, the header has \(fieldColumn.count)")
         }
-        var values: [(Column, AttributeValue?)] = []
-        values.reserveCapacity(columns.count)
-        for (column, field) in zip(columns, record.fields) {
-            guard let column else { continue }
-            values.append((column, try value(field, column, line: record.line)))
+        var values = [AttributeValue??](repeating: .none, count: active.count)
+        for (field, position) in zip(record.fields, fieldColumn) {
+            guard let position else { continue }
+            values[position] = .some(try value(field, active[position], line: record.line))
         }
         return values
     }
 
-    private func parseJSON(_ record: RecordReader.Record, _ columns: inout [String: Column], ignored: inout [String]) throws -> [(Column, AttributeValue?)] {
+    private func parseJSON(_ record: RecordReader.Record, _ active: inout [Column], _ columns: inout [String: Int],
+                           ignored: inout [String]) throws -> [AttributeValue??] {
         let text = record.fields[0] ?? ""
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
             throw ImportRejection(line: record.line, column: nil, reason: "not a JSON object")
         }
-        var values: [(Column, AttributeValue?)] = []
+        var found: [(Int, Any)] = []
         for (name, member) in object.sorted(by: { $0.key < $1.key }) {
             if columns[name] == nil {
                 guard let column = try column(for: name) else {
                     if !ignored.contains(name) { ignored.append(name) }
                     continue
                 }
-                columns[name] = column
+                columns[name] = active.count
+                active.append(column)
             }
-            guard let column = columns[name] else { continue }
+            guard let position = columns[name] else { continue }
+            found.append((position, member))
+        }
+        var values = [AttributeValue??](repeating: .none, count: active.count)
+        for (position, member) in found {
             let field: String? = switch member {
             case is NSNull: nil
             case let text as String: text
             case let number as NSNumber: number.stringValue
             default: "\(member)"
             }
-            values.append((column, try value(field, column, line: record.line)))
+            values[position] = .some(try value(field, active[position], line: record.line))
         }
         return values
     }
 
     private func value(_ field: String?, _ column: Column, line: Int) throws -> AttributeValue? {
-        guard let field else { return nil }
+        guard let field, field != options.nullText else { return nil }
         let type: AttributeType
         switch column.target {
         case .attribute(let index): type = info.attributeTypes[index]
@@ -288,7 +310,9 @@ struct ImportJob {
     }
 
     static func parse(_ text: String, as type: AttributeType, dates: DateParser) -> AttributeValue? {
-        let trimmed = type == .string ? text : text.trimmingCharacters(in: .whitespaces)
+        // Trimmed only when it has a space at either end (Foundation's trim is slow on Linux).
+        let trimmed = type == .string || !(text.utf8.first == 32 || text.utf8.last == 32 || text.utf8.first == 9 || text.utf8.last == 9)
+            ? text : text.trimmingCharacters(in: .whitespaces)
         switch type {
         case .string: return .string(text)
         case .int16: return Int16(trimmed).map(AttributeValue.int16)
@@ -312,14 +336,18 @@ struct ImportJob {
 
     /// Each row's to-one values turned into their destinations' keys (read once per value);
     /// a value no row has rejects its row.
-    private mutating func resolveDestinations(_ rows: inout [Row],
+    private mutating func resolveDestinations(_ rows: inout [Row], _ active: [Column],
                                               _ rejects: inout [(ImportRejection, [String?])]) throws {
+        let toOnes = active.indices.filter { if case .toOne = active[$0].target { true } else { false } }
+        guard !toOnes.isEmpty else { return }
         var kept: [Row] = []
         kept.reserveCapacity(rows.count)
         for var row in rows {
             var rejection: ImportRejection?
-            for (position, (column, value)) in row.values.enumerated() {
-                guard case .toOne(let index, let destination, let attribute) = column.target, let value else { continue }
+            for position in toOnes where position < row.values.count {
+                let column = active[position]
+                guard case .toOne(let index, let destination, let attribute) = column.target,
+                      case .some(.some(let value)) = row.values[position] else { continue }
                 if destinations[index]?[value] == nil {
                     let found = try coordinator.withReader { db -> Int64? in
                         let select = try db.cachedStatement("SELECT \(quoted(primaryKeyColumn)) FROM \(destination.table) WHERE \(quoted(destination.attributes[attribute].name)) = ? LIMIT 1")
@@ -329,12 +357,12 @@ struct ImportJob {
                     }
                     guard let found else {
                         rejection = ImportRejection(line: row.line, column: column.name,
-                                                    reason: "no \(destination.name) has \(destination.attributes[attribute].name) = \(value)")
+                                                    reason: "no \(destination.name) has \(destination.attributes[attribute].name) = \(value.plainText)")
                         break
                     }
                     destinations[index, default: [:]][value] = found
                 }
-                row.values[position].1 = .int64(destinations[index]![value]!)
+                row.values[position] = .some(.int64(destinations[index]![value]!))
             }
             if let rejection {
                 if options.strict { throw rejection }
@@ -402,7 +430,71 @@ struct DateParser: @unchecked Sendable {
 
     func parse(_ text: String) -> Date? {
         if let custom { return custom.date(from: text) }
+        if let fast = DateParser.iso8601(text) { return fast }
         return internet.date(from: text) ?? fractional.date(from: text) ?? day.date(from: text)
+    }
+
+    /// `YYYY-MM-DD`, optionally `THH:MM:SS`, `.fraction`, and `Z` or `±HH:MM`, read by hand:
+    /// Foundation's formatter on Linux costs tens of microseconds a date (ICU set-up per call).
+    /// `nil` for anything else (the formatters then try).
+    static func iso8601(_ text: String) -> Date? {
+        var utf8 = text.utf8[...]
+        func digits(_ count: Int) -> Int? {
+            guard utf8.count >= count else { return nil }
+            var value = 0
+            for byte in utf8.prefix(count) {
+                guard byte >= 48, byte <= 57 else { return nil }
+                value = value * 10 + Int(byte - 48)
+            }
+            utf8 = utf8.dropFirst(count)
+            return value
+        }
+        func take(_ byte: UInt8) -> Bool {
+            guard utf8.first == byte else { return false }
+            utf8 = utf8.dropFirst()
+            return true
+        }
+        guard let year = digits(4), take(45), let month = digits(2), take(45), let day = digits(2),
+              (1...12).contains(month), (1...31).contains(day) else { return nil }
+        var seconds = 0.0
+        var offset = 0
+        if take(84) || take(32) {
+            guard let hour = digits(2), take(58), let minute = digits(2), hour < 24, minute < 60 else { return nil }
+            var second = 0.0
+            if take(58) {
+                guard let whole = digits(2), whole < 61 else { return nil }
+                second = Double(whole)
+                if take(46) {
+                    var scale = 0.1
+                    var any = false
+                    while let byte = utf8.first, byte >= 48, byte <= 57 {
+                        second += Double(byte - 48) * scale
+                        scale /= 10
+                        utf8 = utf8.dropFirst()
+                        any = true
+                    }
+                    guard any else { return nil }
+                }
+            }
+            seconds = Double(hour * 3600 + minute * 60) + second
+            if take(90) {
+            } else if let sign = utf8.first, sign == 43 || sign == 45 {
+                utf8 = utf8.dropFirst()
+                guard let hours = digits(2) else { return nil }
+                _ = take(58)
+                guard let minutes = digits(2) else { return nil }
+                offset = (hours * 3600 + minutes * 60) * (sign == 43 ? 1 : -1)
+            }
+        }
+        guard utf8.isEmpty else { return nil }
+        // Days from 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's days_from_civil).
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        return Date(timeIntervalSince1970: Double(days) * 86_400 + seconds - Double(offset))
     }
 }
 

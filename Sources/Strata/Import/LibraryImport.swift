@@ -19,6 +19,8 @@ public struct ImportOptions: Sendable {
     public var key: [String]?
     /// Rows per transaction (each a commit other processes see land).
     public var batchSize = 5_000
+    /// A field with exactly this text is no value (`"NA"`, `"\\N"`), as an empty field is.
+    public var nullText: String?
     /// A `DateFormatter` format for date columns (UTC, `en_US_POSIX`); ISO 8601 when `nil`.
     public var dateFormat: String?
     /// Start from the file's beginning even when an earlier run of this file stopped halfway.
