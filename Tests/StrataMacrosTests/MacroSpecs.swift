@@ -9,4 +9,5 @@ let strataMacros: [String: MacroSpec] = [
     "Attribute": MacroSpec(type: AttributeMacro.self),
     "Relationship": MacroSpec(type: RelationshipMacro.self),
     "Transient": MacroSpec(type: TransientMacro.self),
+    "Unique": MacroSpec(type: UniqueMacro.self),
 ]
