@@ -264,6 +264,30 @@ import StrataTestSupport
         }
     }
 
+    @Test func anImportRowWhoseKeysNameTwoRowsIsARejectNotAStop() throws {
+        let folder = TemporaryDirectory()
+        let coordinator = try StoreCoordinator(model: try Self.model(), url: folder.file("books.sqlite"))
+        defer { coordinator.close() }
+        let csv = folder.file("books.csv")
+        // Row 4: a new ISBN, but (Dune, Herbert) is row 2's; row 5: a required title missing.
+        try Data("isbn,title,author,price\n1,Dune,Herbert,1\n2,Emma,Austen,2\n3,Dune,Herbert,3\n4,,Nobody,4\n5,Kim,Kipling,5\n".utf8).write(to: csv)
+        var options = ImportOptions(entity: "Tome")
+        options.rejects = folder.file("rejects.jsonl")
+        let summary = try coordinator.importFile(at: csv, options: options)
+        #expect((summary.inserted, summary.updated, summary.rejected) == (3, 0, 2))
+        let lines = try String(contentsOf: folder.file("rejects.jsonl"), encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines[0].contains("\"line\":4") && lines[0].contains("unique"))
+        #expect(lines[1].contains("\"line\":5") && lines[1].contains("required"))
+        // Under strict, the first bad row stops the import with its batch not committed.
+        let strictStore = try StoreCoordinator(model: try Self.model(), url: folder.file("strict.sqlite"))
+        defer { strictStore.close() }
+        options.strict = true
+        options.rejects = nil
+        #expect(throws: ImportRejection.self) { try strictStore.importFile(at: csv, options: options) }
+        #expect(try strictStore.currentHistoryToken().generation == 0)
+    }
+
     @Test func anImportRunTwiceChangesNothingTheSecondTime() throws {
         let folder = TemporaryDirectory()
         let coordinator = try StoreCoordinator(model: try Self.model(), url: folder.file("books.sqlite"))

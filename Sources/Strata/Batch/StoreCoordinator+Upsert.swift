@@ -8,7 +8,10 @@ extension StoreCoordinator {
     func upsert<Result>(_ request: BatchInsertRequest<Result>, info: EntityInfo) throws -> BatchResult {
         let count = Int64(request.count)
         let touched: Set<String> = [info.name]
-        let uniqueSlots: [(names: [String], slots: [Slot])] = (request.matchKey.map { [$0] } ?? info.entity.uniqueKeys).map { key in
+        // The key rows are matched by first (an import's), then the entity's other unique keys.
+        var keys = request.matchKey.map { [$0] } ?? []
+        for key in info.entity.uniqueKeys where !keys.contains(key) { keys.append(key) }
+        let uniqueSlots: [(names: [String], slots: [Slot])] = keys.map { key in
             (key, key.compactMap { info.slot($0) })
         }
         let outcome: (BatchResult, committed: Bool) = try withConnection { db in
@@ -50,6 +53,7 @@ extension StoreCoordinator {
                     // The stored rows that hold one of its keys (a key with a nil part holds none).
                     var holders: [Int64] = []
                     var holderRow: RowSnapshot?
+                    var matchedFirst = false
                     var conflict: (names: [String], values: [String])?
                     for (k, key) in uniqueSlots.enumerated() {
                         let values = key.slots.map { new.value(of: $0) }
@@ -61,6 +65,7 @@ extension StoreCoordinator {
                             let holder = lookup.int64(at: 0)
                             if holderRow == nil, request.onConflict == .update { holderRow = RowSnapshot(statement: lookup, info: info) }
                             if !holders.contains(holder) { holders.append(holder) }
+                            if k == 0 { matchedFirst = true }
                             conflict = conflict ?? (key.names, values.map { $0.map(\.plainText) ?? "nil" })
                         }
                     }
@@ -71,7 +76,18 @@ extension StoreCoordinator {
                         for t in info.toOnes.indices { if let d = new.toOnes[t] { destinations[t].insert(d) } }
                         continue
                     }
-                    guard holders.count == 1, request.onConflict != .fail, conflict != nil else {
+                    // Matched by a given key (an import's `--key`), a row that key finds no row
+                    // for but another key does can't become that row: it would change its key.
+                    let strayed = request.matchKey != nil && !matchedFirst
+                    if holders.count > 1 || strayed, request.skipsInvalidRows, let conflict {
+                        // Its keys name two rows: no row it can become (an import's reject).
+                        result.rejected.append((index, [ValidationFailure(objectID: ObjectID(entity: info.internedName, primaryKey: holders.last!),
+                            key: conflict.names.joined(separator: ","), rule: .unique,
+                            message: holders.count > 1 ? "its keys are held by two rows (\(holders.map(String.init).joined(separator: " and ")))"
+                                : "another row holds it")]))
+                        continue
+                    }
+                    guard holders.count == 1, !strayed, request.onConflict != .fail, conflict != nil else {
                         let shown = conflict ?? (uniqueSlots[0].names, [])
                         throw BatchError.uniqueKeyConflict(entity: info.name, key: shown.names, values: shown.values)
                     }

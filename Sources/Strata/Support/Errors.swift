@@ -126,6 +126,8 @@ public enum ObjectError: Error, Sendable, CustomStringConvertible, Equatable {
 public struct ValidationFailure: Sendable, Equatable, CustomStringConvertible {
     public enum Rule: String, Sendable {
         case required, minValue, maxValue, minLength, maxLength, regex, deny
+        /// A unique key another row holds (a library import's row whose second key is taken).
+        case unique
     }
     public var objectID: ObjectID
     public var key: String
