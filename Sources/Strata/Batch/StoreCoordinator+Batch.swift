@@ -67,14 +67,8 @@ extension StoreCoordinator {
                 // looked up every row's: a third of SQLite's work in a batch insert of flights);
                 // when one is missing, the anti-join counts the rows that name it, for the error.
                 for (index, relationship) in info.toOnes.enumerated() where !destinations[index].isEmpty {
-                    guard let destination = model.schema.infos[relationship.destination] else { continue }
-                    let present = try db.cachedStatement(
-                        "SELECT count(*) FROM \(destination.table) WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
-                    try present.bind(StoreCoordinator.jsonKeys(destinations[index].elements), at: 1)
-                    _ = try present.step()
-                    let found = present.int64(at: 0)
-                    present.reset()
-                    guard found < destinations[index].count else { continue }
+                    guard let destination = model.schema.infos[relationship.destination],
+                          try missingDestinations(db, info, index, destinations[index]) > 0 else { continue }
                     let column = quoted(info.toOnes[index].name)
                     let dangling = try db.cachedStatement("""
                         SELECT count(*) FROM \(info.table) WHERE \(quoted(primaryKeyColumn)) BETWEEN ? AND ? AND \(column) IS NOT NULL \
@@ -422,6 +416,17 @@ extension StoreCoordinator {
     /// After a batch commit (under the lock, COMMIT done): the section caches' logs note it with
     /// keys unknown (their next refresh re-runs the request), and every context reads the
     /// touched entities again.
+    /// How many of `keys` (to-one `index`'s destinations) name no row.
+    func missingDestinations(_ db: Connection, _ info: EntityInfo, _ index: Int, _ keys: KeySet) throws -> Int {
+        guard let destination = model.schema.infos[info.toOnes[index].destination] else { return 0 }
+        let present = try db.cachedStatement(
+            "SELECT count(*) FROM \(destination.table) WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
+        try present.bind(StoreCoordinator.jsonKeys(keys.elements), at: 1)
+        defer { present.reset() }
+        _ = try present.step()
+        return keys.count - Int(present.int64(at: 0))
+    }
+
     func finishBatch(touched: Set<String>, deleted: Set<ObjectID>, generation: Int64) {
         afterCommit(CommitEffects(origin: .ownCommit, commits: [CommitEffects.Commit(generation: generation, touched: touched) { _ in nil }],
                                   news: .changed(touched, deleted: deleted, deletionsNamed: true)))

@@ -121,14 +121,7 @@ extension StoreCoordinator {
                 }
                 // No dangling key: each distinct destination looked up once.
                 for (index, relationship) in info.toOnes.enumerated() where !destinations[index].isEmpty {
-                    guard let destination = model.schema.infos[relationship.destination] else { continue }
-                    let present = try db.cachedStatement(
-                        "SELECT count(*) FROM \(destination.table) WHERE \(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?))")
-                    try present.bind(StoreCoordinator.jsonKeys(destinations[index].elements), at: 1)
-                    _ = try present.step()
-                    let found = present.int64(at: 0)
-                    present.reset()
-                    let missing = destinations[index].count - Int(found)
+                    let missing = try missingDestinations(db, info, index, destinations[index])
                     if missing > 0 { throw BatchError.missingDestinations(entity: info.name, key: relationship.name, count: missing) }
                 }
                 result.inserted = insertedKeys.count
