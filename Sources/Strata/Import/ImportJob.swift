@@ -172,6 +172,7 @@ struct ImportJob {
                 if job.options.strict, let first = invalid.first { throw job.rejection(first, batchRows, batchColumns) }
                 state.pending += invalid.map { (job.rejection($0, batchRows, batchColumns), batchRows[$0.index].raw) }
                 var checkpoint = next
+                state.pending.sort { $0.0.line < $1.0.line }
                 checkpoint.rejectsOffset = try state.rejects.write(state.pending)
                 try job.writeCheckpoint(db, checkpoint)
                 state.written = true
@@ -181,6 +182,7 @@ struct ImportJob {
             if !state.written {
                 if options.strict, let first = result.rejected.first { throw rejection(first, batchRows, batchColumns) }
                 state.pending += result.rejected.map { (rejection($0, batchRows, batchColumns), batchRows[$0.index].raw) }
+                state.pending.sort { $0.0.line < $1.0.line }
                 _ = try state.rejects.write(state.pending)
             }
             rejects = state.rejects
@@ -402,21 +404,11 @@ struct ImportJob {
 }
 
 /// Dates in an import: ISO 8601 (with or without fractional seconds; a date alone is its UTC
-/// midnight), or a `DateFormatter` format.
+/// midnight), read strictly by hand (an impossible date is refused, never rolled over), or a
+/// `DateFormatter` format (not lenient).
 struct DateParser: @unchecked Sendable {
-    // @unchecked: the formatters are used by one import at a time (an ImportJob is not shared).
+    // @unchecked: the formatter is used by one import at a time (an ImportJob is not shared).
     private let custom: DateFormatter?
-    private let internet = ISO8601DateFormatter()
-    private let fractional: ISO8601DateFormatter = {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter
-    }()
-    private let day: ISO8601DateFormatter = {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withFullDate]
-        return formatter
-    }()
 
     init(format: String?) {
         custom = format.map { format in
@@ -424,14 +416,14 @@ struct DateParser: @unchecked Sendable {
             formatter.locale = Locale(identifier: "en_US_POSIX")
             formatter.timeZone = TimeZone(identifier: "UTC")
             formatter.dateFormat = format
+            formatter.isLenient = false
             return formatter
         }
     }
 
     func parse(_ text: String) -> Date? {
         if let custom { return custom.date(from: text) }
-        if let fast = DateParser.iso8601(text) { return fast }
-        return internet.date(from: text) ?? fractional.date(from: text) ?? day.date(from: text)
+        return DateParser.iso8601(text)
     }
 
     /// `YYYY-MM-DD`, optionally `THH:MM:SS`, `.fraction`, and `Z` or `±HH:MM`, read by hand:
@@ -455,14 +447,17 @@ struct DateParser: @unchecked Sendable {
             return true
         }
         guard let year = digits(4), take(45), let month = digits(2), take(45), let day = digits(2),
-              (1...12).contains(month), (1...31).contains(day) else { return nil }
+              (1...12).contains(month) else { return nil }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let length = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        guard (1...length).contains(day) else { return nil }
         var seconds = 0.0
         var offset = 0
         if take(84) || take(32) {
             guard let hour = digits(2), take(58), let minute = digits(2), hour < 24, minute < 60 else { return nil }
             var second = 0.0
             if take(58) {
-                guard let whole = digits(2), whole < 61 else { return nil }
+                guard let whole = digits(2), whole < 60 else { return nil }
                 second = Double(whole)
                 if take(46) {
                     var scale = 0.1
@@ -482,7 +477,7 @@ struct DateParser: @unchecked Sendable {
                 utf8 = utf8.dropFirst()
                 guard let hours = digits(2) else { return nil }
                 _ = take(58)
-                guard let minutes = digits(2) else { return nil }
+                guard let minutes = digits(2), hours < 24, minutes < 60 else { return nil }
                 offset = (hours * 3600 + minutes * 60) * (sign == 43 ? 1 : -1)
             }
         }

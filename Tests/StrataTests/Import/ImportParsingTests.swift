@@ -20,7 +20,11 @@ import StrataTestSupport
         #expect(DateParser.iso8601("2013-01-01") == formatter.date(from: "2013-01-01T00:00:00Z"))
         #expect(DateParser.iso8601("2013-01-01T10:00:00+02:00") == formatter.date(from: "2013-01-01T08:00:00Z"))
         #expect(DateParser.iso8601("2013-01-01T10:00:00-0130") == formatter.date(from: "2013-01-01T11:30:00Z"))
-        for bad in ["2013-1-01", "2013-13-01", "2013-01-01T25:00:00Z", "2013-01-01Tx", "yesterday", "2013-01-01T10:00:00Zjunk"] {
+        // Impossible dates are refused, never rolled over into the next month or day.
+        #expect(DateParser.iso8601("2024-02-29") != nil)
+        for bad in ["2013-1-01", "2013-13-01", "2013-01-01T25:00:00Z", "2013-01-01Tx", "yesterday", "2013-01-01T10:00:00Zjunk",
+                    "2023-02-29", "2024-02-30T10:00:00Z", "2024-04-31", "2024-01-01T10:61:00Z", "2024-01-01T10:00:60Z",
+                    "2024-01-01T10:00:00+99:99", "2024-01-01Tgarbage"] {
             #expect(DateParser.iso8601(bad) == nil, "\(bad)")
         }
     }
