@@ -28,12 +28,7 @@ extension StoreCoordinator {
             let committed: (Int64, Int64) = try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
                 // The keys: a block past every key handed out or stored, as reservePrimaryKey takes one.
-                let select = try db.cachedStatement(
-                    "SELECT max(next_pk, coalesce((SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)), 0) + 1) FROM strata_entity WHERE name = ?")
-                try select.bind(info.name, at: 1)
-                guard try select.step() else { throw ObjectError.unknownEntity(info.name) }
-                let first = select.int64(at: 0)
-                select.reset()
+                let first = try firstFreeKey(db, info)
                 try db.cachedStatement("UPDATE strata_entity SET next_pk = ? WHERE name = ?").execute(.integer(first + count), .text(info.name))
                 let insert = try db.cachedStatement(info.insertSQL)
                 var failures: [ValidationFailure] = []
@@ -416,6 +411,16 @@ extension StoreCoordinator {
     /// After a batch commit (under the lock, COMMIT done): the section caches' logs note it with
     /// keys unknown (their next refresh re-runs the request), and every context reads the
     /// touched entities again.
+    /// The first key past every key handed out (`strata_entity.next_pk`) or stored.
+    func firstFreeKey(_ db: Connection, _ info: EntityInfo) throws -> Int64 {
+        let select = try db.cachedStatement(
+            "SELECT max(next_pk, coalesce((SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)), 0) + 1) FROM strata_entity WHERE name = ?")
+        try select.bind(info.name, at: 1)
+        defer { select.reset() }
+        guard try select.step() else { throw ObjectError.unknownEntity(info.name) }
+        return select.int64(at: 0)
+    }
+
     /// How many of `keys` (to-one `index`'s destinations) name no row.
     func missingDestinations(_ db: Connection, _ info: EntityInfo, _ index: Int, _ keys: KeySet) throws -> Int {
         guard let destination = model.schema.infos[info.toOnes[index].destination] else { return 0 }

@@ -17,12 +17,7 @@ extension StoreCoordinator {
         let outcome: (BatchResult, committed: Bool) = try withConnection { db in
             let outcome: (BatchResult, Bool) = try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
-                let select = try db.cachedStatement(
-                    "SELECT max(next_pk, coalesce((SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)), 0) + 1) FROM strata_entity WHERE name = ?")
-                try select.bind(info.name, at: 1)
-                guard try select.step() else { throw ObjectError.unknownEntity(info.name) }
-                let first = select.int64(at: 0)
-                select.reset()
+                let first = try firstFreeKey(db, info)
                 let insert = try db.cachedStatement(info.insertSQL)
                 // Each key's look-up reads the holder's row whole (one statement, not a key then a row).
                 let lookups = try uniqueSlots.map { key in
