@@ -10,7 +10,7 @@ extension StoreCoordinator {
         let touched: Set<String> = [info.name]
         // The key rows are matched by first (an import's), then the entity's other unique keys.
         var keys = request.matchKey.map { [$0] } ?? []
-        for key in info.entity.uniqueKeys where !keys.contains(key) { keys.append(key) }
+        for key in info.uniqueKeys where !keys.contains(key) { keys.append(key) }
         let uniqueSlots: [(names: [String], slots: [Slot])] = keys.map { key in
             (key, key.compactMap { info.slot($0) })
         }

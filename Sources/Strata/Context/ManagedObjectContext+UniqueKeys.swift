@@ -63,7 +63,7 @@ extension ManagedObjectContext {
     /// Two objects inserted with one key in one save: the later one's values go to the earlier.
     func adoptUniqueKeyHolders() throws -> UniqueKeyAdoption {
         var adoption = UniqueKeyAdoption()
-        let candidates = inserted.values.filter { !$0.info.entity.uniqueKeys.isEmpty }.sorted { $0.primaryKey < $1.primaryKey }
+        let candidates = inserted.values.filter { !$0.info.uniqueKeys.isEmpty }.sorted { $0.primaryKey < $1.primaryKey }
         guard !candidates.isEmpty else { return adoption }
         // Keys the objects of this save hold, per entity: key values → primary key.
         var claimed: [ObjectIdentifier: [[AttributeValue]: Int64]] = [:]
@@ -74,7 +74,7 @@ extension ManagedObjectContext {
                 var holder: Int64?
                 var conflict: (names: [String], values: [AttributeValue])?
                 var keys: [[AttributeValue]] = []
-                for key in info.entity.uniqueKeys {
+                for key in info.uniqueKeys {
                     let slots = key.compactMap { info.slot($0) }
                     let values = slots.compactMap { object.current.value(of: $0) }
                     guard values.count == key.count else { continue }

@@ -107,6 +107,8 @@ final class EntityInfo: Sendable {
     let toOnes: [Relationship]
     let toManys: [Relationship]
     let toManyStorage: [ToManyStorage]
+    /// ``Entity/uniqueKeys``, made once (a save asks for every inserted object).
+    let uniqueKeys: [[String]]
     /// The slots by name in an open-addressing table with a cheap byte hash: `value(forKey:)`
     /// and `setValue(_:forKey:)` look a key up on every call, and `String`'s SipHash costs more
     /// than the rest of such a call.
@@ -218,6 +220,7 @@ final class EntityInfo: Sendable {
         self.entity = entity
         table = quoted(entity.name)
         attributes = entity.attributes
+        uniqueKeys = entity.uniqueKeys
         toOnes = entity.relationships.filter { !$0.isToMany }
         toManys = entity.relationships.filter(\.isToMany)
         toOneDestinations = toOnes.map(\.destination)
