@@ -288,6 +288,28 @@ import StrataTestSupport
         #expect(try strictStore.currentHistoryToken().generation == 0)
     }
 
+    @Test func aJSONLinesImportUpsertsAndRejectsWhatIsNotAnObject() throws {
+        let folder = TemporaryDirectory()
+        let coordinator = try StoreCoordinator(model: try Self.model(), url: folder.file("books.sqlite"))
+        defer { coordinator.close() }
+        let file = folder.file("books.jsonl")
+        try Data(#"""
+            {"isbn": "1", "title": "Dune", "author": "Herbert", "price": 9.5}
+            {"isbn": "2", "title": "Emma", "price": 4, "extra": true}
+            [1, 2]
+            {"isbn": "1", "title": "Dune", "author": "Herbert", "price": 10}
+            {broken
+            """#.utf8).write(to: file)
+        var options = ImportOptions(entity: "Tome")
+        options.batchSize = 2     // the fourth line's update in a batch of its own
+        let summary = try coordinator.importFile(at: file, options: options)
+        #expect((summary.inserted, summary.updated, summary.rejected) == (2, 1, 2))
+        #expect(summary.ignoredColumns == ["extra"])
+        // The fourth line updated the first row: the history says so, with its new price.
+        let update = try coordinator.history(after: nil).flatMap(\.changes).first { $0.kind == .update }
+        #expect(update?.attributes["price"] == .some(.double(10)))
+    }
+
     @Test func anImportRunTwiceChangesNothingTheSecondTime() throws {
         let folder = TemporaryDirectory()
         let coordinator = try StoreCoordinator(model: try Self.model(), url: folder.file("books.sqlite"))

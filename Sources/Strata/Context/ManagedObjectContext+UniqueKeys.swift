@@ -48,7 +48,6 @@ struct UniqueKeyAdoption {
     var references: [(ManagedObject, RowSnapshot, [ToManyState])] = []
     /// Earlier inserted objects a later one's values were merged into, with their values before.
     var mergedInto: [(ManagedObject, RowSnapshot)] = []
-    var isEmpty: Bool { taken.isEmpty }
 }
 
 extension ManagedObjectContext {

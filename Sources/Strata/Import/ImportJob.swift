@@ -108,7 +108,7 @@ struct ImportJob {
         }
         summary.startLine = position.line
         var rejects = try RejectsFile(url: options.rejects, keepingBytes: summary.resumed ? position.rejectsOffset : 0)
-        var reader = try RecordReader(url: url, format: format == .csv ? .csv : .jsonLines, offset: position.offset, line: position.line)
+        var reader = try RecordReader(url: url, format: format, offset: position.offset, line: position.line)
         defer { reader.close() }
         // The columns rows give values for, in one array (a row's values are by index: no column
         // copied per value). CSV: the header's, fixed; JSON Lines: each member as first met.
@@ -268,7 +268,13 @@ struct ImportJob {
     private func parseJSON(_ record: RecordReader.Record, _ active: inout [Column], _ columns: inout [String: Int],
                            ignored: inout [String]) throws -> [AttributeValue??] {
         let text = record.fields[0] ?? ""
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+        let parsed: Any
+        do {
+            parsed = try JSONSerialization.jsonObject(with: Data(text.utf8))
+        } catch {
+            throw ImportRejection(line: record.line, column: nil, reason: "not JSON: \(error.localizedDescription)")
+        }
+        guard let object = parsed as? [String: Any] else {
             throw ImportRejection(line: record.line, column: nil, reason: "not a JSON object")
         }
         var found: [(Int, Any)] = []
@@ -406,8 +412,9 @@ struct ImportJob {
 /// Dates in an import: ISO 8601 (with or without fractional seconds; a date alone is its UTC
 /// midnight), read strictly by hand (an impossible date is refused, never rolled over), or a
 /// `DateFormatter` format (not lenient).
+// @unchecked Sendable because the formatter is only read, by one import at a time: an ImportJob
+// is not shared between threads.
 struct DateParser: @unchecked Sendable {
-    // @unchecked: the formatter is used by one import at a time (an ImportJob is not shared).
     private let custom: DateFormatter?
 
     init(format: String?) {

@@ -5,7 +5,7 @@ internal import Foundation
 /// number and the byte offset just past it. It holds one chunk of the file, never the whole:
 /// memory stays flat in the file's size.
 struct RecordReader {
-    enum Format: String, Sendable, Codable { case csv, jsonLines = "jsonl" }
+    typealias Format = ImportOptions.Format
 
     struct Record {
         /// The line the record starts on (1 is the file's first line).
@@ -74,9 +74,11 @@ struct RecordReader {
             var at = position
             while true {
                 if at == buffer.count {
+                    // `fill` may move the buffer's start (also when it finds the end): `at` follows.
                     let consumed = at - position
-                    guard try fill() else { break }
+                    let more = try fill()
                     at = position + consumed
+                    guard more else { break }
                     continue
                 }
                 if buffer[at] == UInt8(ascii: "\n") { break }
