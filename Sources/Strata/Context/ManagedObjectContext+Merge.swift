@@ -299,6 +299,18 @@ extension ManagedObjectContext {
         return changed
     }
 
+    /// Takes `object`, whose row is gone, out of the context as a merged delete does: it is
+    /// invalidated, and the objects here that name it let go of it (their to-ones cleared,
+    /// reported refreshed), so that nothing pending names a row that is not there (controller
+    /// model test, seed 15541614223810524789: an item inserted on main named a category whose
+    /// deletion main had kept over its rename, and a refresh found the row gone).
+    func letGo(of object: ManagedObject, into changes: inout ObjectChanges, removed: inout ObjectTable) {
+        let id = object.objectID
+        goneElsewhere.remove(id)
+        invalidate(object, into: &changes, removed: &removed)
+        changes.refreshed.formUnion(detach(from: [id]).subtracting(changes.invalidated))
+    }
+
     /// Takes `object`, whose row is gone, out of the context (pending changes included) and
     /// records it as invalidated.
     func invalidate(_ object: ManagedObject, into changes: inout ObjectChanges, removed: inout ObjectTable) {
@@ -424,6 +436,12 @@ extension ManagedObjectContext {
         // A refresh is the app taking the level above's row on purpose: the conflict a merge
         // left to the save (see `mergeUnderPendingChanges`) is settled by it.
         conflictBases[id] = nil
+        // Known gone (its row deleted elsewhere while it had changes here, which kept it): the
+        // refresh takes the level above's answer, which is that it is gone.
+        if goneElsewhere.contains(id) {
+            letGo(of: object, into: &changes, removed: &removed)
+            return
+        }
         if !mergeChanges {
             // The destinations of the to-ones it had and has: their one-to-many members counted
             // its pending change, which is about to be discarded.
@@ -451,7 +469,7 @@ extension ManagedObjectContext {
             return
         }
         guard let row = try parentRow(for: id) else {
-            invalidate(object, into: &changes, removed: &removed)
+            letGo(of: object, into: &changes, removed: &removed)
             return
         }
         if object.isFault || object.state == .clean {

@@ -568,8 +568,7 @@ extension ManagedObjectContext {
         var removed: ObjectTable = [:]
         for id in goneElsewhere {
             guard let object = updated[id], object.current == object.committed else { continue }
-            invalidate(object, into: &changes, removed: &removed)
-            goneElsewhere.remove(id)
+            letGo(of: object, into: &changes, removed: &removed)
         }
         if !changes.isEmpty { post(.objectsDidChange(changes), removed: removed) }
     }
