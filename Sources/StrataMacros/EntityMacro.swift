@@ -211,6 +211,7 @@ extension EntityMacro: MemberMacro {
         let list = properties.isEmpty ? "[]" : "[\n\(elements)]"
         let cases = properties.map { "    case \\\(className).\($0.name): \"\($0.name)\"\n" }.joined()
         let names = properties.map { "    case \"\($0.name)\": \\\(className).\($0.name)\n" }.joined()
+        let notifications = properties.map { "    case \"\($0.name)\": Strata._observationNotify(self, \\\(className).\($0.name), willSet: willSet)\n" }.joined()
         return [
             """
             \(raw: access)static let entityDescription: Strata.Entity = Strata._EntityMacroSupport.entity(\(entityName(node, type)), class: \(raw: className).self, \(raw: list)\(raw: unique.isEmpty ? "" : ", unique: \(unique)"))
@@ -229,6 +230,13 @@ extension EntityMacro: MemberMacro {
             \(raw: access)static func keyPath(forPropertyNamed name: String) -> AnyKeyPath? {
                 switch name {
             \(raw: names)    default: nil
+                }
+            }
+            """,
+            """
+            \(raw: access)override func _notifyObservers(of name: String, willSet: Bool) {
+                switch name {
+            \(raw: notifications)    default: super._notifyObservers(of: name, willSet: willSet)
                 }
             }
             """,
@@ -294,9 +302,12 @@ public struct PersistedPropertyMacro: AccessorMacro {
         case .toMany:
             label = "toMany"
         }
+        // The read and the write tell the `Observation` module (issue 49): `\.name` takes its
+        // root from `self`, so no type name is needed here.
+        let path = "\\.\(property.name)"
         return [
-            "get { \(raw: getter ?? "self[\(label): \(key)]") }",
-            "set { self[\(raw: label): \(key)] = newValue }",
+            "get {\nStrata._observationAccess(self, \(raw: path))\nreturn \(raw: getter ?? "self[\(label): \(key)]")\n}",
+            "set { Strata._observationMutation(self, \(raw: path)) { self[\(raw: label): \(key)] = newValue } }",
         ]
     }
 }

@@ -4,11 +4,11 @@ import SwiftSyntaxMacroExpansion
 import SwiftSyntaxMacros
 import Testing
 
-/// The shape of a generated accessor: it is the hand-written accessor's code. (What it costs, in
-/// statements and rows read, is measured against the string API by `TypedAccessorWorkTests`.)
-/// Each getter and setter is exactly one subscript call on `self`; those of the demo's
-/// attributes and to-many are the demo's hand-written bodies character for character (before the
-/// port to `@Entity`), so they compile to the same calls. The required to-one goes through
+/// The shape of a generated accessor: it is the hand-written accessor's code, told to the
+/// `Observation` module. (What it costs, in statements and rows read, is measured against the
+/// string API by `TypedAccessorWorkTests`.) Each getter and setter is exactly one subscript call
+/// on `self`; those of the demo's attributes and to-many contain the demo's hand-written bodies
+/// character for character (before the port to `@Entity`), so they make the same calls. The required to-one goes through
 /// `self[_persistedRequired:]`, an `@inlinable` forward to `self[requiredToOne:]` (the hand-written
 /// `self[toOne:]` plus the nil check a non-optional property needs).
 @Suite struct AccessorShapeTests {
@@ -64,11 +64,17 @@ import Testing
             let calls = body.components(separatedBy: "self[").count - 1
             #expect(calls == 1, "\(accessor): \(body)")
         }
+        // The hand-written body, told to the `Observation` module around it (issue 49): a getter
+        // registers its read, a setter writes between willSet and didSet.
         for (accessor, body) in Self.handWritten {
-            #expect(generated[accessor] == body, "\(accessor)")
+            let property = accessor.split(separator: " ")[0].split(separator: ".")[1]
+            let observation = accessor.hasSuffix(" get") ? "Strata._observationAccess(self, \\.\(property))"
+                : "Strata._observationMutation(self, \\.\(property))"
+            #expect(generated[accessor]?.contains(body) == true, "\(accessor): \(generated[accessor] ?? "none")")
+            #expect(generated[accessor]?.hasPrefix(observation) == true, "\(accessor): \(generated[accessor] ?? "none")")
         }
-        #expect(generated["Good.category get"] == #"self[_persistedRequired: "category"]"#)
-        #expect(generated["Good.category set"] == #"self[_persisted: "category"] = newValue"#)
+        #expect(generated["Good.category get"]?.hasSuffix(#"return self[_persistedRequired: "category"]"#) == true)
+        #expect(generated["Good.category set"]?.contains(#"self[_persisted: "category"] = newValue"#) == true)
         print("accessor-shape: generated=\(generated.count) subscript-calls=\(generated.count) identical-to-hand-written=\(Self.handWritten.count)")
     }
 }

@@ -79,10 +79,13 @@ struct EntityDiagnosticTests {
             final class Good: ManagedObject {
                 var name: String {
                     get {
-                        self[attribute: "name"] ?? ""
+                        Strata._observationAccess(self, \.name)
+                        return self[attribute: "name"] ?? ""
                     }
                     set {
-                        self[attribute: "name"] = newValue
+                        Strata._observationMutation(self, \.name) {
+                            self[attribute: "name"] = newValue
+                        }
                     }
                 }
 
@@ -109,6 +112,15 @@ struct EntityDiagnosticTests {
                         \Good.name
                     default:
                         nil
+                    }
+                }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "name":
+                        Strata._observationNotify(self, \Good.name, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
                     }
                 }
             }
@@ -197,10 +209,13 @@ struct EntityDiagnosticTests {
             final class Good: ManagedObject {
                 var name: String {
                     get {
-                        self[attribute: "name"] ?? ""
+                        Strata._observationAccess(self, \.name)
+                        return self[attribute: "name"] ?? ""
                     }
                     set {
-                        self[attribute: "name"] = newValue
+                        Strata._observationMutation(self, \.name) {
+                            self[attribute: "name"] = newValue
+                        }
                     }
                 }
 
@@ -227,6 +242,15 @@ struct EntityDiagnosticTests {
                         \Good.name
                     default:
                         nil
+                    }
+                }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "name":
+                        Strata._observationNotify(self, \Good.name, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
                     }
                 }
             }

@@ -4,10 +4,11 @@ import Testing
 /// What `@Entity` generates for each property shape it supports.
 @Suite(.macros(strataMacros, record: .missing))
 struct EntityExpansionTests {
-    /// The demo's `Good`. The accessors are the demo's hand-written ones, character for character
-    /// (`self[attribute: "name"] ?? ""`, `self[attribute: "name"] = newValue`): the generated
-    /// property makes the same one subscript call per access, so it costs what the hand-written
-    /// one does. The required to-one reads through `_persisted…`, an `@inlinable` forward to
+    /// The demo's `Good`. Each accessor makes the demo's hand-written subscript call
+    /// (`self[attribute: "name"] ?? ""`, `self[attribute: "name"] = newValue`), told to the
+    /// `Observation` module around it: `_observationAccess` (one flag read when the context does
+    /// not observe) and `_observationMutation` (one load when the object has no registrar). The
+    /// required to-one reads through `_persisted…`, an `@inlinable` forward to
     /// `self[requiredToOne:]` / `self[toOne:]`.
     @Test func demoGood() {
         assertMacro {
@@ -23,26 +24,35 @@ struct EntityExpansionTests {
             final class Good: ManagedObject {
                 var name: String {
                     get {
-                        self[attribute: "name"] ?? ""
+                        Strata._observationAccess(self, \.name)
+                        return self[attribute: "name"] ?? ""
                     }
                     set {
-                        self[attribute: "name"] = newValue
+                        Strata._observationMutation(self, \.name) {
+                            self[attribute: "name"] = newValue
+                        }
                     }
                 }
                 var number: Int64 {
                     get {
-                        self[attribute: "number"] ?? 0
+                        Strata._observationAccess(self, \.number)
+                        return self[attribute: "number"] ?? 0
                     }
                     set {
-                        self[attribute: "number"] = newValue
+                        Strata._observationMutation(self, \.number) {
+                            self[attribute: "number"] = newValue
+                        }
                     }
                 }
                 var category: Category {
                     get {
-                        self[_persistedRequired: "category"]
+                        Strata._observationAccess(self, \.category)
+                        return self[_persistedRequired: "category"]
                     }
                     set {
-                        self[_persisted: "category"] = newValue
+                        Strata._observationMutation(self, \.category) {
+                            self[_persisted: "category"] = newValue
+                        }
                     }
                 }
 
@@ -81,6 +91,19 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "name":
+                        Strata._observationNotify(self, \Good.name, willSet: willSet)
+                    case "number":
+                        Strata._observationNotify(self, \Good.number, willSet: willSet)
+                    case "category":
+                        Strata._observationNotify(self, \Good.category, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
+                    }
+                }
             }
 
             extension Good: Strata.PersistentEntity {
@@ -102,18 +125,24 @@ struct EntityExpansionTests {
             final class Category: ManagedObject {
                 var name: String {
                     get {
-                        self[attribute: "name"] ?? ""
+                        Strata._observationAccess(self, \.name)
+                        return self[attribute: "name"] ?? ""
                     }
                     set {
-                        self[attribute: "name"] = newValue
+                        Strata._observationMutation(self, \.name) {
+                            self[attribute: "name"] = newValue
+                        }
                     }
                 }
                 var goods: Set<Good> {
                     get {
-                        self[toMany: "goods"]
+                        Strata._observationAccess(self, \.goods)
+                        return self[toMany: "goods"]
                     }
                     set {
-                        self[toMany: "goods"] = newValue
+                        Strata._observationMutation(self, \.goods) {
+                            self[toMany: "goods"] = newValue
+                        }
                     }
                 }
 
@@ -145,6 +174,17 @@ struct EntityExpansionTests {
                         \Category.goods
                     default:
                         nil
+                    }
+                }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "name":
+                        Strata._observationNotify(self, \Category.name, willSet: willSet)
+                    case "goods":
+                        Strata._observationNotify(self, \Category.goods, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
                     }
                 }
             }
@@ -181,122 +221,167 @@ struct EntityExpansionTests {
             final class Sample: ManagedObject {
                 var text: String? {
                     get {
-                        self[attribute: "text"]
+                        Strata._observationAccess(self, \.text)
+                        return self[attribute: "text"]
                     }
                     set {
-                        self[attribute: "text"] = newValue
+                        Strata._observationMutation(self, \.text) {
+                            self[attribute: "text"] = newValue
+                        }
                     }
                 }
                 var count: Int? {
                     get {
-                        self[attribute: "count"]
+                        Strata._observationAccess(self, \.count)
+                        return self[attribute: "count"]
                     }
                     set {
-                        self[attribute: "count"] = newValue
+                        Strata._observationMutation(self, \.count) {
+                            self[attribute: "count"] = newValue
+                        }
                     }
                 }
                 var i64: Int64? {
                     get {
-                        self[attribute: "i64"]
+                        Strata._observationAccess(self, \.i64)
+                        return self[attribute: "i64"]
                     }
                     set {
-                        self[attribute: "i64"] = newValue
+                        Strata._observationMutation(self, \.i64) {
+                            self[attribute: "i64"] = newValue
+                        }
                     }
                 }
                 var i16: Int16? {
                     get {
-                        self[attribute: "i16"]
+                        Strata._observationAccess(self, \.i16)
+                        return self[attribute: "i16"]
                     }
                     set {
-                        self[attribute: "i16"] = newValue
+                        Strata._observationMutation(self, \.i16) {
+                            self[attribute: "i16"] = newValue
+                        }
                     }
                 }
                 var i32: Int32? {
                     get {
-                        self[attribute: "i32"]
+                        Strata._observationAccess(self, \.i32)
+                        return self[attribute: "i32"]
                     }
                     set {
-                        self[attribute: "i32"] = newValue
+                        Strata._observationMutation(self, \.i32) {
+                            self[attribute: "i32"] = newValue
+                        }
                     }
                 }
                 var dbl: Double? {
                     get {
-                        self[attribute: "dbl"]
+                        Strata._observationAccess(self, \.dbl)
+                        return self[attribute: "dbl"]
                     }
                     set {
-                        self[attribute: "dbl"] = newValue
+                        Strata._observationMutation(self, \.dbl) {
+                            self[attribute: "dbl"] = newValue
+                        }
                     }
                 }
                 var flt: Float? {
                     get {
-                        self[attribute: "flt"]
+                        Strata._observationAccess(self, \.flt)
+                        return self[attribute: "flt"]
                     }
                     set {
-                        self[attribute: "flt"] = newValue
+                        Strata._observationMutation(self, \.flt) {
+                            self[attribute: "flt"] = newValue
+                        }
                     }
                 }
                 var flag: Bool? {
                     get {
-                        self[attribute: "flag"]
+                        Strata._observationAccess(self, \.flag)
+                        return self[attribute: "flag"]
                     }
                     set {
-                        self[attribute: "flag"] = newValue
+                        Strata._observationMutation(self, \.flag) {
+                            self[attribute: "flag"] = newValue
+                        }
                     }
                 }
                 var when: Date? {
                     get {
-                        self[attribute: "when"]
+                        Strata._observationAccess(self, \.when)
+                        return self[attribute: "when"]
                     }
                     set {
-                        self[attribute: "when"] = newValue
+                        Strata._observationMutation(self, \.when) {
+                            self[attribute: "when"] = newValue
+                        }
                     }
                 }
                 var blob: Data? {
                     get {
-                        self[attribute: "blob"]
+                        Strata._observationAccess(self, \.blob)
+                        return self[attribute: "blob"]
                     }
                     set {
-                        self[attribute: "blob"] = newValue
+                        Strata._observationMutation(self, \.blob) {
+                            self[attribute: "blob"] = newValue
+                        }
                     }
                 }
                 var uid: UUID? {
                     get {
-                        self[attribute: "uid"]
+                        Strata._observationAccess(self, \.uid)
+                        return self[attribute: "uid"]
                     }
                     set {
-                        self[attribute: "uid"] = newValue
+                        Strata._observationMutation(self, \.uid) {
+                            self[attribute: "uid"] = newValue
+                        }
                     }
                 }
                 var link: URL? {
                     get {
-                        self[attribute: "link"]
+                        Strata._observationAccess(self, \.link)
+                        return self[attribute: "link"]
                     }
                     set {
-                        self[attribute: "link"] = newValue
+                        Strata._observationMutation(self, \.link) {
+                            self[attribute: "link"] = newValue
+                        }
                     }
                 }
                 var amount: Decimal? {
                     get {
-                        self[attribute: "amount"]
+                        Strata._observationAccess(self, \.amount)
+                        return self[attribute: "amount"]
                     }
                     set {
-                        self[attribute: "amount"] = newValue
+                        Strata._observationMutation(self, \.amount) {
+                            self[attribute: "amount"] = newValue
+                        }
                     }
                 }
                 var spelled: Optional<String> {
                     get {
-                        self[attribute: "spelled"]
+                        Strata._observationAccess(self, \.spelled)
+                        return self[attribute: "spelled"]
                     }
                     set {
-                        self[attribute: "spelled"] = newValue
+                        Strata._observationMutation(self, \.spelled) {
+                            self[attribute: "spelled"] = newValue
+                        }
                     }
                 }
                 var qualified: Foundation.Date? {
                     get {
-                        self[attribute: "qualified"]
+                        Strata._observationAccess(self, \.qualified)
+                        return self[attribute: "qualified"]
                     }
                     set {
-                        self[attribute: "qualified"] = newValue
+                        Strata._observationMutation(self, \.qualified) {
+                            self[attribute: "qualified"] = newValue
+                        }
                     }
                 }
 
@@ -395,6 +480,43 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "text":
+                        Strata._observationNotify(self, \Sample.text, willSet: willSet)
+                    case "count":
+                        Strata._observationNotify(self, \Sample.count, willSet: willSet)
+                    case "i64":
+                        Strata._observationNotify(self, \Sample.i64, willSet: willSet)
+                    case "i16":
+                        Strata._observationNotify(self, \Sample.i16, willSet: willSet)
+                    case "i32":
+                        Strata._observationNotify(self, \Sample.i32, willSet: willSet)
+                    case "dbl":
+                        Strata._observationNotify(self, \Sample.dbl, willSet: willSet)
+                    case "flt":
+                        Strata._observationNotify(self, \Sample.flt, willSet: willSet)
+                    case "flag":
+                        Strata._observationNotify(self, \Sample.flag, willSet: willSet)
+                    case "when":
+                        Strata._observationNotify(self, \Sample.when, willSet: willSet)
+                    case "blob":
+                        Strata._observationNotify(self, \Sample.blob, willSet: willSet)
+                    case "uid":
+                        Strata._observationNotify(self, \Sample.uid, willSet: willSet)
+                    case "link":
+                        Strata._observationNotify(self, \Sample.link, willSet: willSet)
+                    case "amount":
+                        Strata._observationNotify(self, \Sample.amount, willSet: willSet)
+                    case "spelled":
+                        Strata._observationNotify(self, \Sample.spelled, willSet: willSet)
+                    case "qualified":
+                        Strata._observationNotify(self, \Sample.qualified, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
+                    }
+                }
             }
 
             extension Sample: Strata.PersistentEntity {
@@ -433,154 +555,211 @@ struct EntityExpansionTests {
             final class Defaults: ManagedObject {
                 var text: String {
                     get {
-                        self[attribute: "text"] ?? ""
+                        Strata._observationAccess(self, \.text)
+                        return self[attribute: "text"] ?? ""
                     }
                     set {
-                        self[attribute: "text"] = newValue
+                        Strata._observationMutation(self, \.text) {
+                            self[attribute: "text"] = newValue
+                        }
                     }
                 }
                 var count: Int {
                     get {
-                        self[attribute: "count"] ?? 0
+                        Strata._observationAccess(self, \.count)
+                        return self[attribute: "count"] ?? 0
                     }
                     set {
-                        self[attribute: "count"] = newValue
+                        Strata._observationMutation(self, \.count) {
+                            self[attribute: "count"] = newValue
+                        }
                     }
                 }
                 var i16: Int16 {
                     get {
-                        self[attribute: "i16"] ?? 0
+                        Strata._observationAccess(self, \.i16)
+                        return self[attribute: "i16"] ?? 0
                     }
                     set {
-                        self[attribute: "i16"] = newValue
+                        Strata._observationMutation(self, \.i16) {
+                            self[attribute: "i16"] = newValue
+                        }
                     }
                 }
                 var i32: Int32 {
                     get {
-                        self[attribute: "i32"] ?? 0
+                        Strata._observationAccess(self, \.i32)
+                        return self[attribute: "i32"] ?? 0
                     }
                     set {
-                        self[attribute: "i32"] = newValue
+                        Strata._observationMutation(self, \.i32) {
+                            self[attribute: "i32"] = newValue
+                        }
                     }
                 }
                 var dbl: Double {
                     get {
-                        self[attribute: "dbl"] ?? 0
+                        Strata._observationAccess(self, \.dbl)
+                        return self[attribute: "dbl"] ?? 0
                     }
                     set {
-                        self[attribute: "dbl"] = newValue
+                        Strata._observationMutation(self, \.dbl) {
+                            self[attribute: "dbl"] = newValue
+                        }
                     }
                 }
                 var flt: Float {
                     get {
-                        self[attribute: "flt"] ?? 0
+                        Strata._observationAccess(self, \.flt)
+                        return self[attribute: "flt"] ?? 0
                     }
                     set {
-                        self[attribute: "flt"] = newValue
+                        Strata._observationMutation(self, \.flt) {
+                            self[attribute: "flt"] = newValue
+                        }
                     }
                 }
                 var flag: Bool {
                     get {
-                        self[attribute: "flag"] ?? false
+                        Strata._observationAccess(self, \.flag)
+                        return self[attribute: "flag"] ?? false
                     }
                     set {
-                        self[attribute: "flag"] = newValue
+                        Strata._observationMutation(self, \.flag) {
+                            self[attribute: "flag"] = newValue
+                        }
                     }
                 }
                 var blob: Data {
                     get {
-                        self[attribute: "blob"] ?? Data()
+                        Strata._observationAccess(self, \.blob)
+                        return self[attribute: "blob"] ?? Data()
                     }
                     set {
-                        self[attribute: "blob"] = newValue
+                        Strata._observationMutation(self, \.blob) {
+                            self[attribute: "blob"] = newValue
+                        }
                     }
                 }
                 var amount: Decimal {
                     get {
-                        self[attribute: "amount"] ?? 0
+                        Strata._observationAccess(self, \.amount)
+                        return self[attribute: "amount"] ?? 0
                     }
                     set {
-                        self[attribute: "amount"] = newValue
+                        Strata._observationMutation(self, \.amount) {
+                            self[attribute: "amount"] = newValue
+                        }
                     }
                 }
                 var title: String {
                     get {
-                        self[attribute: "title"] ?? "Untitled"
+                        Strata._observationAccess(self, \.title)
+                        return self[attribute: "title"] ?? "Untitled"
                     }
                     set {
-                        self[attribute: "title"] = newValue
+                        Strata._observationMutation(self, \.title) {
+                            self[attribute: "title"] = newValue
+                        }
                     }
                 }
                 var big: Int {
                     get {
-                        self[attribute: "big"] ?? Int.max
+                        Strata._observationAccess(self, \.big)
+                        return self[attribute: "big"] ?? Int.max
                     }
                     set {
-                        self[attribute: "big"] = newValue
+                        Strata._observationMutation(self, \.big) {
+                            self[attribute: "big"] = newValue
+                        }
                     }
                 }
                 var small: Int16 {
                     get {
-                        self[attribute: "small"] ?? -1
+                        Strata._observationAccess(self, \.small)
+                        return self[attribute: "small"] ?? -1
                     }
                     set {
-                        self[attribute: "small"] = newValue
+                        Strata._observationMutation(self, \.small) {
+                            self[attribute: "small"] = newValue
+                        }
                     }
                 }
                 var ratio: Double {
                     get {
-                        self[attribute: "ratio"] ?? 0.5
+                        Strata._observationAccess(self, \.ratio)
+                        return self[attribute: "ratio"] ?? 0.5
                     }
                     set {
-                        self[attribute: "ratio"] = newValue
+                        Strata._observationMutation(self, \.ratio) {
+                            self[attribute: "ratio"] = newValue
+                        }
                     }
                 }
                 var on: Bool {
                     get {
-                        self[attribute: "on"] ?? true
+                        Strata._observationAccess(self, \.on)
+                        return self[attribute: "on"] ?? true
                     }
                     set {
-                        self[attribute: "on"] = newValue
+                        Strata._observationMutation(self, \.on) {
+                            self[attribute: "on"] = newValue
+                        }
                     }
                 }
                 var start: Date {
                     get {
-                        self[attribute: "start"] ?? .distantPast
+                        Strata._observationAccess(self, \.start)
+                        return self[attribute: "start"] ?? .distantPast
                     }
                     set {
-                        self[attribute: "start"] = newValue
+                        Strata._observationMutation(self, \.start) {
+                            self[attribute: "start"] = newValue
+                        }
                     }
                 }
                 var uid: UUID! {
                     get {
-                        self[attribute: "uid"]
+                        Strata._observationAccess(self, \.uid)
+                        return self[attribute: "uid"]
                     }
                     set {
-                        self[attribute: "uid"] = newValue
+                        Strata._observationMutation(self, \.uid) {
+                            self[attribute: "uid"] = newValue
+                        }
                     }
                 }
                 var link: URL! {
                     get {
-                        self[attribute: "link"]
+                        Strata._observationAccess(self, \.link)
+                        return self[attribute: "link"]
                     }
                     set {
-                        self[attribute: "link"] = newValue
+                        Strata._observationMutation(self, \.link) {
+                            self[attribute: "link"] = newValue
+                        }
                     }
                 }
                 var optionalWithDefault: String? {
                     get {
-                        self[attribute: "optionalWithDefault"]
+                        Strata._observationAccess(self, \.optionalWithDefault)
+                        return self[attribute: "optionalWithDefault"]
                     }
                     set {
-                        self[attribute: "optionalWithDefault"] = newValue
+                        Strata._observationMutation(self, \.optionalWithDefault) {
+                            self[attribute: "optionalWithDefault"] = newValue
+                        }
                     }
                 }
                 var optionalNil: String? {
                     get {
-                        self[attribute: "optionalNil"]
+                        Strata._observationAccess(self, \.optionalNil)
+                        return self[attribute: "optionalNil"]
                     }
                     set {
-                        self[attribute: "optionalNil"] = newValue
+                        Strata._observationMutation(self, \.optionalNil) {
+                            self[attribute: "optionalNil"] = newValue
+                        }
                     }
                 }
 
@@ -699,6 +878,51 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "text":
+                        Strata._observationNotify(self, \Defaults.text, willSet: willSet)
+                    case "count":
+                        Strata._observationNotify(self, \Defaults.count, willSet: willSet)
+                    case "i16":
+                        Strata._observationNotify(self, \Defaults.i16, willSet: willSet)
+                    case "i32":
+                        Strata._observationNotify(self, \Defaults.i32, willSet: willSet)
+                    case "dbl":
+                        Strata._observationNotify(self, \Defaults.dbl, willSet: willSet)
+                    case "flt":
+                        Strata._observationNotify(self, \Defaults.flt, willSet: willSet)
+                    case "flag":
+                        Strata._observationNotify(self, \Defaults.flag, willSet: willSet)
+                    case "blob":
+                        Strata._observationNotify(self, \Defaults.blob, willSet: willSet)
+                    case "amount":
+                        Strata._observationNotify(self, \Defaults.amount, willSet: willSet)
+                    case "title":
+                        Strata._observationNotify(self, \Defaults.title, willSet: willSet)
+                    case "big":
+                        Strata._observationNotify(self, \Defaults.big, willSet: willSet)
+                    case "small":
+                        Strata._observationNotify(self, \Defaults.small, willSet: willSet)
+                    case "ratio":
+                        Strata._observationNotify(self, \Defaults.ratio, willSet: willSet)
+                    case "on":
+                        Strata._observationNotify(self, \Defaults.on, willSet: willSet)
+                    case "start":
+                        Strata._observationNotify(self, \Defaults.start, willSet: willSet)
+                    case "uid":
+                        Strata._observationNotify(self, \Defaults.uid, willSet: willSet)
+                    case "link":
+                        Strata._observationNotify(self, \Defaults.link, willSet: willSet)
+                    case "optionalWithDefault":
+                        Strata._observationNotify(self, \Defaults.optionalWithDefault, willSet: willSet)
+                    case "optionalNil":
+                        Strata._observationNotify(self, \Defaults.optionalNil, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
+                    }
+                }
             }
 
             extension Defaults: Strata.PersistentEntity {
@@ -721,26 +945,35 @@ struct EntityExpansionTests {
             final class Rules: ManagedObject {
                 var rank: Int32 {
                     get {
-                        self[attribute: "rank"] ?? 1
+                        Strata._observationAccess(self, \.rank)
+                        return self[attribute: "rank"] ?? 1
                     }
                     set {
-                        self[attribute: "rank"] = newValue
+                        Strata._observationMutation(self, \.rank) {
+                            self[attribute: "rank"] = newValue
+                        }
                     }
                 }
                 var code: String {
                     get {
-                        self[attribute: "code"] ?? ""
+                        Strata._observationAccess(self, \.code)
+                        return self[attribute: "code"] ?? ""
                     }
                     set {
-                        self[attribute: "code"] = newValue
+                        Strata._observationMutation(self, \.code) {
+                            self[attribute: "code"] = newValue
+                        }
                     }
                 }
                 var when: Date? {
                     get {
-                        self[attribute: "when"]
+                        Strata._observationAccess(self, \.when)
+                        return self[attribute: "when"]
                     }
                     set {
-                        self[attribute: "when"] = newValue
+                        Strata._observationMutation(self, \.when) {
+                            self[attribute: "when"] = newValue
+                        }
                     }
                 }
 
@@ -779,6 +1012,19 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "rank":
+                        Strata._observationNotify(self, \Rules.rank, willSet: willSet)
+                    case "code":
+                        Strata._observationNotify(self, \Rules.code, willSet: willSet)
+                    case "when":
+                        Strata._observationNotify(self, \Rules.when, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
+                    }
+                }
             }
 
             extension Rules: Strata.PersistentEntity {
@@ -805,10 +1051,13 @@ struct EntityExpansionTests {
             final class Note: ManagedObject {
                 var text: String? {
                     get {
-                        self[attribute: "text"]
+                        Strata._observationAccess(self, \.text)
+                        return self[attribute: "text"]
                     }
                     set {
-                        self[attribute: "text"] = newValue
+                        Strata._observationMutation(self, \.text) {
+                            self[attribute: "text"] = newValue
+                        }
                     }
                 }
                 var scratch = 0
@@ -843,6 +1092,15 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "text":
+                        Strata._observationNotify(self, \Note.text, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
+                    }
+                }
             }
 
             extension Note: Strata.PersistentEntity {
@@ -869,58 +1127,79 @@ struct EntityExpansionTests {
             final class Gadget: ManagedObject {
                 var size: Dimensions? {
                     get {
-                        self[_persisted: "size"]
+                        Strata._observationAccess(self, \.size)
+                        return self[_persisted: "size"]
                     }
                     set {
-                        self[_persisted: "size"] = newValue
+                        Strata._observationMutation(self, \.size) {
+                            self[_persisted: "size"] = newValue
+                        }
                     }
                 }
                 var finish: Finish {
                     get {
-                        self[_persisted: "finish"] ?? .matte
+                        Strata._observationAccess(self, \.finish)
+                        return self[_persisted: "finish"] ?? .matte
                     }
                     set {
-                        self[_persisted: "finish"] = newValue
+                        Strata._observationMutation(self, \.finish) {
+                            self[_persisted: "finish"] = newValue
+                        }
                     }
                 }
                 var tags: [String] {
                     get {
-                        self[_persisted: "tags"] ?? []
+                        Strata._observationAccess(self, \.tags)
+                        return self[_persisted: "tags"] ?? []
                     }
                     set {
-                        self[_persisted: "tags"] = newValue
+                        Strata._observationMutation(self, \.tags) {
+                            self[_persisted: "tags"] = newValue
+                        }
                     }
                 }
                 var scores: [String: Int]? {
                     get {
-                        self[_persisted: "scores"]
+                        Strata._observationAccess(self, \.scores)
+                        return self[_persisted: "scores"]
                     }
                     set {
-                        self[_persisted: "scores"] = newValue
+                        Strata._observationMutation(self, \.scores) {
+                            self[_persisted: "scores"] = newValue
+                        }
                     }
                 }
                 var later: Dimensions! {
                     get {
-                        self[_persisted: "later"]
+                        Strata._observationAccess(self, \.later)
+                        return self[_persisted: "later"]
                     }
                     set {
-                        self[_persisted: "later"] = newValue
+                        Strata._observationMutation(self, \.later) {
+                            self[_persisted: "later"] = newValue
+                        }
                     }
                 }
                 var labels: Set<Tag> {
                     get {
-                        self[codable: "labels"] ?? []
+                        Strata._observationAccess(self, \.labels)
+                        return self[codable: "labels"] ?? []
                     }
                     set {
-                        self[codable: "labels"] = newValue
+                        Strata._observationMutation(self, \.labels) {
+                            self[codable: "labels"] = newValue
+                        }
                     }
                 }
                 var form: Dimensions? {
                     get {
-                        self[codable: "form"]
+                        Strata._observationAccess(self, \.form)
+                        return self[codable: "form"]
                     }
                     set {
-                        self[codable: "form"] = newValue
+                        Strata._observationMutation(self, \.form) {
+                            self[codable: "form"] = newValue
+                        }
                     }
                 }
 
@@ -979,6 +1258,27 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "size":
+                        Strata._observationNotify(self, \Gadget.size, willSet: willSet)
+                    case "finish":
+                        Strata._observationNotify(self, \Gadget.finish, willSet: willSet)
+                    case "tags":
+                        Strata._observationNotify(self, \Gadget.tags, willSet: willSet)
+                    case "scores":
+                        Strata._observationNotify(self, \Gadget.scores, willSet: willSet)
+                    case "later":
+                        Strata._observationNotify(self, \Gadget.later, willSet: willSet)
+                    case "labels":
+                        Strata._observationNotify(self, \Gadget.labels, willSet: willSet)
+                    case "form":
+                        Strata._observationNotify(self, \Gadget.form, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
+                    }
+                }
             }
 
             extension Gadget: Strata.PersistentEntity {
@@ -1004,50 +1304,68 @@ struct EntityExpansionTests {
             final class Employee: ManagedObject {
                 var desk: Desk? {
                     get {
-                        self[_persisted: "desk"]
+                        Strata._observationAccess(self, \.desk)
+                        return self[_persisted: "desk"]
                     }
                     set {
-                        self[_persisted: "desk"] = newValue
+                        Strata._observationMutation(self, \.desk) {
+                            self[_persisted: "desk"] = newValue
+                        }
                     }
                 }
                 var department: Department? {
                     get {
-                        self[toOne: "department"]
+                        Strata._observationAccess(self, \.department)
+                        return self[toOne: "department"]
                     }
                     set {
-                        self[toOne: "department"] = newValue
+                        Strata._observationMutation(self, \.department) {
+                            self[toOne: "department"] = newValue
+                        }
                     }
                 }
                 var badge: Badge! {
                     get {
-                        self[toOne: "badge"]
+                        Strata._observationAccess(self, \.badge)
+                        return self[toOne: "badge"]
                     }
                     set {
-                        self[toOne: "badge"] = newValue
+                        Strata._observationMutation(self, \.badge) {
+                            self[toOne: "badge"] = newValue
+                        }
                     }
                 }
                 var mentor: Employee? {
                     get {
-                        self[toOne: "mentor"]
+                        Strata._observationAccess(self, \.mentor)
+                        return self[toOne: "mentor"]
                     }
                     set {
-                        self[toOne: "mentor"] = newValue
+                        Strata._observationMutation(self, \.mentor) {
+                            self[toOne: "mentor"] = newValue
+                        }
                     }
                 }
                 var company: Company {
                     get {
-                        self[requiredToOne: "company"]
+                        Strata._observationAccess(self, \.company)
+                        return self[requiredToOne: "company"]
                     }
                     set {
-                        self[toOne: "company"] = newValue
+                        Strata._observationMutation(self, \.company) {
+                            self[toOne: "company"] = newValue
+                        }
                     }
                 }
                 var projects: Set<Project> {
                     get {
-                        self[toMany: "projects"]
+                        Strata._observationAccess(self, \.projects)
+                        return self[toMany: "projects"]
                     }
                     set {
-                        self[toMany: "projects"] = newValue
+                        Strata._observationMutation(self, \.projects) {
+                            self[toMany: "projects"] = newValue
+                        }
                     }
                 }
 
@@ -1101,6 +1419,25 @@ struct EntityExpansionTests {
                         nil
                     }
                 }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "desk":
+                        Strata._observationNotify(self, \Employee.desk, willSet: willSet)
+                    case "department":
+                        Strata._observationNotify(self, \Employee.department, willSet: willSet)
+                    case "badge":
+                        Strata._observationNotify(self, \Employee.badge, willSet: willSet)
+                    case "mentor":
+                        Strata._observationNotify(self, \Employee.mentor, willSet: willSet)
+                    case "company":
+                        Strata._observationNotify(self, \Employee.company, willSet: willSet)
+                    case "projects":
+                        Strata._observationNotify(self, \Employee.projects, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
+                    }
+                }
             }
 
             extension Employee: Strata.PersistentEntity {
@@ -1121,10 +1458,13 @@ struct EntityExpansionTests {
             public final class Thing: Strata.ManagedObject {
                 public var name: String? {
                     get {
-                        self[attribute: "name"]
+                        Strata._observationAccess(self, \.name)
+                        return self[attribute: "name"]
                     }
                     set {
-                        self[attribute: "name"] = newValue
+                        Strata._observationMutation(self, \.name) {
+                            self[attribute: "name"] = newValue
+                        }
                     }
                 }
 
@@ -1151,6 +1491,15 @@ struct EntityExpansionTests {
                         \Thing.name
                     default:
                         nil
+                    }
+                }
+
+                public override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "name":
+                        Strata._observationNotify(self, \Thing.name, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
                     }
                 }
             }
@@ -1188,6 +1537,13 @@ struct EntityExpansionTests {
                     switch name {
                     default:
                         nil
+                    }
+                }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
                     }
                 }
             }

@@ -21,34 +21,46 @@ struct UniqueMacroTests {
             final class Book: ManagedObject {
                 var isbn: String {
                     get {
-                        self[attribute: "isbn"] ?? ""
+                        Strata._observationAccess(self, \.isbn)
+                        return self[attribute: "isbn"] ?? ""
                     }
                     set {
-                        self[attribute: "isbn"] = newValue
+                        Strata._observationMutation(self, \.isbn) {
+                            self[attribute: "isbn"] = newValue
+                        }
                     }
                 }
                 var title: String {
                     get {
-                        self[attribute: "title"] ?? ""
+                        Strata._observationAccess(self, \.title)
+                        return self[attribute: "title"] ?? ""
                     }
                     set {
-                        self[attribute: "title"] = newValue
+                        Strata._observationMutation(self, \.title) {
+                            self[attribute: "title"] = newValue
+                        }
                     }
                 }
                 var author: Author? {
                     get {
-                        self[_persisted: "author"]
+                        Strata._observationAccess(self, \.author)
+                        return self[_persisted: "author"]
                     }
                     set {
-                        self[_persisted: "author"] = newValue
+                        Strata._observationMutation(self, \.author) {
+                            self[_persisted: "author"] = newValue
+                        }
                     }
                 }
                 var code: Int {
                     get {
-                        self[attribute: "code"] ?? 0
+                        Strata._observationAccess(self, \.code)
+                        return self[attribute: "code"] ?? 0
                     }
                     set {
-                        self[attribute: "code"] = newValue
+                        Strata._observationMutation(self, \.code) {
+                            self[attribute: "code"] = newValue
+                        }
                     }
                 }
 
@@ -90,6 +102,21 @@ struct UniqueMacroTests {
                         \Book.code
                     default:
                         nil
+                    }
+                }
+
+                override func _notifyObservers(of name: String, willSet: Bool) {
+                    switch name {
+                    case "isbn":
+                        Strata._observationNotify(self, \Book.isbn, willSet: willSet)
+                    case "title":
+                        Strata._observationNotify(self, \Book.title, willSet: willSet)
+                    case "author":
+                        Strata._observationNotify(self, \Book.author, willSet: willSet)
+                    case "code":
+                        Strata._observationNotify(self, \Book.code, willSet: willSet)
+                    default:
+                        super._notifyObservers(of: name, willSet: willSet)
                     }
                 }
             }

@@ -15,12 +15,15 @@ public import CStrataThread
 /// here, and borrows the context unretained only when it needs it: to read a fault, to write.
 @usableFromInline
 // @unchecked because: `owner` and `alive` are atomics; `unmanaged` is written once, in the
-// context's initialiser, before the link is shared with any object or thread.
+// context's initialiser, before the link is shared with any object or thread; `observesObjects`
+// is read and written on the context's queue only (its setter and the typed reads check it).
 final class ContextLink: @unchecked Sendable {
     /// The thread running a block on the context's queue (0 when none).
     @usableFromInline let owner = Atomic<UInt>(0)
     @usableFromInline let alive = Atomic<Bool>(true)
     private var unmanaged: Unmanaged<ManagedObjectContext>?
+    /// ``ManagedObjectContext/observesObjects``: read by every `@Entity` property read.
+    @usableFromInline @exclusivity(unchecked) var observesObjects = true
 
     init() {}
 

@@ -48,6 +48,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// ``StoreCoordinator/processExternalChanges()``): a rollback removes them instead of bringing
     /// back values no row holds.
     var goneElsewhere = Set<ObjectID>()
+    /// The listener that tells objects' observers of changes no setter made (made with the
+    /// first object an `@Entity` property read gave a registrar: `startObservingObjects`).
+    var objectObservation: ContextObservation?
     /// Objects with pending changes under which a merge brought a newer row, while the merge
     /// policy leaves the conflict to the save: the row the changes were made over, which the save
     /// checks against the store (or the parent) instead of the merged one. Emptied with the

@@ -58,7 +58,7 @@
 /// class that isn't final or names no `ManagedObject` superclass, a `let`, a type Strata can't
 /// store (a tuple, a function), a to-many without its inverse, a `@Transient` property without
 /// an initial value, `@Attribute` on a computed property.
-@attached(member, names: named(entityDescription), named(entityName), named(propertyName(for:)), named(keyPath(forPropertyNamed:)))
+@attached(member, names: named(entityDescription), named(entityName), named(propertyName(for:)), named(keyPath(forPropertyNamed:)), named(_notifyObservers(of:willSet:)))
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentEntity)
 public macro Entity(_ name: String? = nil) = #externalMacro(module: "StrataMacros", type: "EntityMacro")

@@ -49,6 +49,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Values as last read from or written to the parent store; `nil` for a new object.
     @exclusivity(unchecked) var committed: RowSnapshot?
     @exclusivity(unchecked) var toMany: [ToManyState]
+    /// The object's `Observation` registrar and the values its observers last heard of: made on
+    /// the first read of an `@Entity` property in a context that ``ManagedObjectContext/observesObjects``
+    /// (see `ManagedObject+Observation.swift`). `nil` for every object nobody read that way.
+    @usableFromInline @exclusivity(unchecked) final var observationBox: ObservationBox?
     /// True until the row is read from the store on first access.
     @exclusivity(unchecked) public internal(set) final var isFault: Bool
     @usableFromInline @exclusivity(unchecked) final var state: LifecycleState = .clean
@@ -96,6 +100,11 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             isFault = true
         }
     }
+
+    /// Tells the observers of property `name` that it changes (`willSet`) or changed (`didSet`).
+    /// `@Entity` overrides it with a case for each persistent property (the base class knows
+    /// none); not for calling: a context calls it when it hears of a change that no setter made.
+    open func _notifyObservers(of name: String, willSet: Bool) {}
 
     /// The entity's name.
     public var entityName: String { info.name }

@@ -1,0 +1,207 @@
+import Foundation
+import Strata
+import StrataTestSupport
+import Synchronization
+import Testing
+
+/// Result streams (`context.results(for:)`, issue 49) against a fresh fetch, over random
+/// batches on every route a change can take: main's edits saved to the store, a background
+/// save, an update context, batch requests, and another process (`StrataHistoryWriter`)
+/// committing one commit or a burst of them, with no call from the app.
+///
+/// Two streams on main (sectioned by shelf, and flat over `pages > 100`). Checked: the first
+/// element is the fetch; every element's change set starts from the element before it (no
+/// element lost or out of order: the chain); after each batch the last element equals a fresh
+/// fetch on a read-only coordinator. Prints
+/// `result-stream: batches=N elements=E mismatches=M chain-breaks=B` and how often each route ran.
+///
+/// `STRATA_STREAM_BATCHES` (default 300), `STRATA_STREAM_SEED` (default random, printed).
+@Suite(.serialized) struct ResultStreamModelTests {
+    /// What a stream delivered, in order.
+    final class Collected: Sendable {
+        private let elements = Mutex<[(FetchedSnapshot, FetchedChanges?)]>([])
+        private let ended = Mutex<String?>(nil)
+        var count: Int { elements.withLock { $0.count } }
+        var last: FetchedSnapshot? { elements.withLock { $0.last?.0 } }
+        var all: [(FetchedSnapshot, FetchedChanges?)] { elements.withLock { $0 } }
+        var end: String? { ended.withLock { $0 } }
+        func add(_ results: FetchedResults<ManagedObject>) { elements.withLock { $0.append((results.snapshot, results.changes)) } }
+        func finish(_ reason: String) { ended.withLock { $0 = reason } }
+    }
+
+    static func consume(_ stream: AsyncThrowingStream<FetchedResults<ManagedObject>, any Error>, into collected: Collected) -> Task<Void, Never> {
+        Task {
+            do {
+                for try await results in stream { collected.add(results) }
+                collected.finish("finished")
+            } catch {
+                collected.finish("failed: \(error)")
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(20))) func streamsEqualAFreshFetchOnEveryRoute() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let batches = environment["STRATA_STREAM_BATCHES"].flatMap(Int.init) ?? 300
+        let seed = environment["STRATA_STREAM_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
+        print("result-stream: seed \(seed) (replay: STRATA_STREAM_SEED=\(seed) STRATA_STREAM_BATCHES=\(batches))")
+        var rng = SplitMix64(seed: seed)
+        let directory = TemporaryDirectory("strata-stream")
+        let url = directory.file("books.sqlite")
+        let container = try PersistentContainer(model: TestModels.bookshelf(), url: url)
+        defer { container.coordinator.close() }
+        var readOnly = StoreOptions()
+        readOnly.readOnly = true
+        let main = container.mainContext
+        try main.performAndWait {
+            for index in 0..<6 {
+                let shelf = try main.insert("Shelf")
+                try shelf.setValue("shelf \(index)", forKey: "label")
+                for book in 0..<4 {
+                    let object = try main.insert("Book")
+                    try object.setValue("book \(index)-\(book)", forKey: "title")
+                    try object.setValue(Int64(50 * book + index), forKey: "pages")
+                    try object.setValue(shelf, forKey: "shelf")
+                }
+            }
+            try main.saveToStore()
+        }
+        let checker = try StoreCoordinator(model: TestModels.bookshelf(), url: url, options: readOnly)
+        defer { checker.close() }
+
+        let sectioned = Collected(), flat = Collected()
+        let sectionedTask = Self.consume(main.results(for: ExternalChangesProcessTests.sectionedRequest(), sectionNameKeyPath: "shelf.label"), into: sectioned)
+        let flatTask = Self.consume(main.results(for: try ExternalChangesProcessTests.flatRequest()), into: flat)
+        defer {
+            sectionedTask.cancel()
+            flatTask.cancel()
+        }
+        let writer = try ExternalChangesProcessTests.WriterChild(store: url, seed: rng.next(), killPoint: nil,
+                                                                 stderr: directory.file("writer.stderr"))
+        defer { writer.kill() }
+        guard let open = writer.nextLine(timeout: .seconds(60)), open.hasPrefix("open ") else {
+            Issue.record("the writer process did not open the store: \(writer.reap())")
+            return
+        }
+
+        var routes: [String: Int] = [:]
+        var mismatches: [String] = []
+        let clock = ContinuousClock()
+
+        /// Waits (up to 10 s) for both streams' last elements to equal a fresh fetch.
+        func check(_ label: String) {
+            let deadline = clock.now + .seconds(10)
+            var expected = (try? ExternalChangesProcessTests.freshLayouts(checker))
+            func current() -> (ExternalChangesProcessTests.Layout?, ExternalChangesProcessTests.Layout?) {
+                (sectioned.last.map { ExternalChangesProcessTests.Layout($0) }, flat.last.map { ExternalChangesProcessTests.Layout($0).flattened })
+            }
+            while clock.now < deadline {
+                if let expected, current().0 == expected.0, current().1 == expected.1 { return }
+                usleep(2_000)
+                expected = try? ExternalChangesProcessTests.freshLayouts(checker)
+            }
+            let now = current()
+            mismatches.append("\(label): streams \(now.0?.description ?? "none") / \(now.1?.description ?? "none"), fresh fetch \(expected.map { "\($0.0) / \($0.1)" } ?? "failed")")
+        }
+
+        check("the first element")
+        for index in 0..<batches {
+            let route = rng.int(0...5)
+            let book = rng.int(0...40), shelf = rng.int(0...8), pages = Int64(rng.int(0...300))
+            do {
+                switch route {
+                case 0:
+                    routes["main edits + saveToStore", default: 0] += 1
+                    try main.performAndWait {
+                        try Self.edit(main, book: book, shelf: shelf, pages: pages, kind: rng.int(0...3))
+                        try main.saveToStore()
+                    }
+                case 1:
+                    routes["background save", default: 0] += 1
+                    let background = container.newBackgroundContext()
+                    try background.performAndWait {
+                        try Self.edit(background, book: book, shelf: shelf, pages: pages, kind: rng.int(0...3))
+                        try background.save()
+                    }
+                case 2:
+                    routes["update context save + main.saveToStore", default: 0] += 1
+                    let update = container.newUpdateContext()
+                    try update.performAndWait {
+                        try Self.edit(update, book: book, shelf: shelf, pages: pages, kind: rng.int(0...3))
+                        try update.save()
+                    }
+                    try main.performAndWait { try main.saveToStore() }
+                case 3:
+                    routes["batch update", default: 0] += 1
+                    try container.coordinator.execute(BatchUpdateRequest(entityName: "Book", predicate: try Condition("pages < %@", pages),
+                                                                         propertiesToUpdate: ["pages": pages + 1]))
+                case 4:
+                    routes["batch delete + insert", default: 0] += 1
+                    try container.coordinator.execute(BatchDeleteRequest(entityName: "Book", predicate: try Condition("pages == %@", pages)))
+                    try container.coordinator.execute(BatchInsertRequest(entityName: "Book", objects: [["title": "batch \(index)", "pages": pages]]))
+                default:
+                    let burst = rng.chance(0.5) ? 1 : rng.int(2...12)
+                    routes[burst == 1 ? "another process, one commit" : "another process, a burst", default: 0] += 1
+                    writer.send(burst == 1 ? "go" : "burst \(burst)")
+                    for _ in 0..<burst {
+                        let line = writer.nextLine(timeout: .seconds(20))
+                        guard let line, line.hasPrefix("committed ") else {
+                            mismatches.append("batch \(index + 1): the writer process wrote \(line ?? "nothing") (\(writer.reap()))")
+                            break
+                        }
+                    }
+                }
+            } catch let error as ValidationError {
+                routes["refused by validation", default: 0] += 1
+                _ = error
+                main.performAndWait { main.rollback() }
+            } catch let error as MergeConflictError {
+                routes["refused by a conflict", default: 0] += 1
+                _ = error
+                main.performAndWait { main.rollback() }
+            }
+            container.waitForPendingMerges()
+            check("batch \(index + 1)")
+            if mismatches.count >= 5 { break }
+        }
+
+        // The chain: each change set starts where the element before ended.
+        var chainBreaks: [String] = []
+        for (name, collected) in [("sectioned", sectioned), ("flat", flat)] {
+            let elements = collected.all
+            for index in elements.indices.dropFirst() {
+                guard let changes = elements[index].1 else { continue }
+                if changes.before != elements[index - 1].0 {
+                    chainBreaks.append("\(name) element \(index): its change set starts from another layout than element \(index - 1)")
+                }
+            }
+            if let end = collected.end { mismatches.append("the \(name) stream ended: \(end)") }
+        }
+        for (route, count) in routes.sorted(by: { $0.key < $1.key }) { print("result-stream route: \(route) = \(count)") }
+        print("result-stream: batches=\(batches) elements=\(sectioned.count + flat.count) mismatches=\(mismatches.count) chain-breaks=\(chainBreaks.count)")
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
+        #expect(chainBreaks.isEmpty, "\(chainBreaks.prefix(5))")
+        #expect(sectioned.count > 1 && flat.count > 1, "the streams delivered changes")
+    }
+
+    /// One edit: a new book, a renamed or re-paged one, a move to another shelf, or a delete.
+    static func edit(_ context: ManagedObjectContext, book: Int, shelf: Int, pages: Int64, kind: Int) throws {
+        let books = try context.fetch(FetchRequest(entityName: "Book", sortKeys: [.ascending("title")]))
+        let shelves = try context.fetch(FetchRequest(entityName: "Shelf", sortKeys: [.ascending("label")]))
+        switch kind {
+        case 0:
+            let object = try context.insert("Book")
+            try object.setValue("new \(book)-\(pages)", forKey: "title")
+            try object.setValue(pages, forKey: "pages")
+            if !shelves.isEmpty { try object.setValue(shelves[shelf % shelves.count], forKey: "shelf") }
+        case 1 where !books.isEmpty:
+            try books[book % books.count].setValue(pages, forKey: "pages")
+        case 2 where !books.isEmpty && !shelves.isEmpty:
+            try books[book % books.count].setValue(shelves[shelf % shelves.count], forKey: "shelf")
+        case 3 where !books.isEmpty:
+            try context.delete(books[book % books.count])
+        default:
+            break
+        }
+    }
+}
