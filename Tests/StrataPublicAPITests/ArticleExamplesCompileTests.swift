@@ -154,6 +154,11 @@ import Testing
         "FetchedResults.md": [
             // The same controller over "a model built at run time".
             Unit(blocks: [4], given: Given.runtimeGoods),
+            // "Result streams" (top-level await) and "Observing objects": the goods, `main`, and
+            // a `good` of it.
+            Unit(blocks: [8], given: Given.goodsModel + "\nlet main = try PersistentContainer(inMemoryWith: model).mainContext"),
+            Unit(blocks: [9], given: "import Observation\n" + Given.goodsModel
+                + "\nlet main = try PersistentContainer(inMemoryWith: model).mainContext\nlet good = try main.performAndWait { try main.insert(Good.self) }"),
         ],
         "ContextsAndSaving.md": [
             // "The examples use the @Entity classes Category and Good of GettingStarted and a context."

@@ -233,7 +233,8 @@ import StrataTestSupport
         let task = Task {
             for try await _ in main.results(for: FetchRequest<Paperback>(sortBy: [SortDescriptor(\.title)])) { received.hit() }
         }
-        let deadline = ContinuousClock.now + .seconds(10)
+        // The consumer is a task: under a busy test run it may wait long for a thread.
+        let deadline = ContinuousClock.now + .seconds(120)
         while received.value == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(received.value == 1)
         task.cancel()

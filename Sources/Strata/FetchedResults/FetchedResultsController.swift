@@ -158,6 +158,9 @@ public class AnyFetchedResultsController {
     var needsRerun = false
     private var observation: ContextObservation?
     private var streams: [Int: AsyncStream<FetchedResultsEvent>.Continuation] = [:]
+    /// Result streams' receivers (`context.results(for:)`), called on the context's queue as a
+    /// delegate is: no task between the controller and the stream's buffer.
+    private var sinks: [Int: (FetchedResultsEvent) -> Void] = [:]
     private var nextStream = 0
     /// True once tracking has run and stopped: the layout may be behind the context.
     private var isStale = false
@@ -435,7 +438,22 @@ public class AnyFetchedResultsController {
         updateTracking()
     }
 
-    var isTracking: Bool { delegate != nil || !streams.isEmpty }
+    var isTracking: Bool { delegate != nil || !streams.isEmpty || !sinks.isEmpty }
+
+    /// Calls `body` with every event from now on, on the context's queue (starts tracking), until
+    /// ``removeSink(_:)``.
+    func addSink(_ body: @escaping (FetchedResultsEvent) -> Void) -> Int {
+        assertOnQueue()
+        nextStream += 1
+        sinks[nextStream] = body
+        updateTracking()
+        return nextStream
+    }
+
+    func removeSink(_ token: Int) {
+        sinks[token] = nil
+        updateTracking()
+    }
 
     private func updateTracking() {
         guard let plan, isTracking else {
@@ -492,6 +510,7 @@ public class AnyFetchedResultsController {
         KillPoint.hit("frc.updated", in: managedObjectContext.name)
         if let delegate { tell(delegate, event) }
         for continuation in streams.values { continuation.yield(event) }
+        for sink in sinks.values { sink(event) }
     }
 
     /// Calls `delegate`'s methods for `event`, with this controller as the delegate's own

@@ -78,11 +78,11 @@ private struct ContextReference: @unchecked Sendable {
 }
 
 /// Keeps a stream's controller alive until the stream ends.
-// @unchecked because: `controller` is set and cleared on the context's queue only (the stream's
+// @unchecked because: both fields are set and cleared on the context's queue only (the stream's
 // set-up and its termination are both enqueued there).
 private final class StreamState: @unchecked Sendable {
     var controller: AnyFetchedResultsController?
-    var task: Task<Void, Never>?
+    var sink = 0
 }
 
 extension ManagedObjectContext {
@@ -112,31 +112,26 @@ extension ManagedObjectContext {
                 return
             }
             state.controller = controller
-            let events = controller.changes()
             continuation.yield(FetchedResults(snapshot: controller.snapshot, changes: nil, context: self))
-            let reference = ContextReference(context: self)
-            state.task = Task {
-                for await event in events {
-                    guard let context = reference.context else { break }
-                    switch event {
-                    case .changes(let changes):
-                        guard !changes.isEmpty else { continue }
-                        continuation.yield(FetchedResults(snapshot: changes.after, changes: changes, context: context))
-                    case .reload(let snapshot):
-                        continuation.yield(FetchedResults(snapshot: snapshot, changes: nil, context: context))
-                    case .failed(let error):
-                        continuation.finish(throwing: error)
-                        return
-                    }
+            // Each event goes into the stream's buffer on the context's queue, as a delegate call
+            // would: no task in between (one would wait for a free thread of the cooperative
+            // pool, which blocking work elsewhere can hold).
+            state.sink = controller.addSink { [unowned self] event in
+                switch event {
+                case .changes(let changes):
+                    guard !changes.isEmpty else { return }
+                    continuation.yield(FetchedResults(snapshot: changes.after, changes: changes, context: self))
+                case .reload(let snapshot):
+                    continuation.yield(FetchedResults(snapshot: snapshot, changes: nil, context: self))
+                case .failed(let error):
+                    continuation.finish(throwing: error)
                 }
-                continuation.finish()
             }
         }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
             self.enqueue {
-                state.task?.cancel()
-                state.task = nil
+                state.controller?.removeSink(state.sink)
                 state.controller = nil
             }
         }
