@@ -23,7 +23,7 @@ final class ContextLink: @unchecked Sendable {
     @usableFromInline let alive = Atomic<Bool>(true)
     private var unmanaged: Unmanaged<ManagedObjectContext>?
     /// ``ManagedObjectContext/observesObjects``: read by every `@Entity` property read.
-    @usableFromInline @exclusivity(unchecked) var observesObjects = true
+    @usableFromInline @exclusivity(unchecked) var observesObjects = false
 
     init() {}
 

@@ -13,9 +13,9 @@ public import Observation
 //   differ, after the values changed (there is no "before" a merge for a reader to see).
 //
 // A registrar costs two allocations (about 250 ns; measured), so it is made lazily: on the first
-// read of an `@Entity` property of an object in a context that observes (every context unless
-// ``ManagedObjectContext/observesObjects`` is set to false). Objects only written (an import)
-// or read through `value(forKey:)`/`self[attribute:]` never get one.
+// read of an `@Entity` property of an object in a context that observes (the container's main
+// context, and any context whose ``ManagedObjectContext/observesObjects`` is set). Objects only
+// written (an import) or read through `value(forKey:)`/`self[attribute:]` never get one.
 
 extension ManagedObject: Observable {}
 
@@ -33,8 +33,12 @@ final class ObservationBox {
 /// `Observation` module when the object's context observes objects.
 @inlinable @inline(__always)
 public func _observationAccess<Subject: ManagedObject, Member>(_ subject: Subject, _ keyPath: @autoclosure () -> KeyPath<Subject, Member>) {
-    guard subject.link.observesObjects else { return }
-    subject.observationRegistrar().access(subject, keyPath: keyPath())
+    // The registrar is used where it is stored (a copy of it was a retain and a release per read).
+    if let box = subject.observationBox {
+        box.registrar.access(subject, keyPath: keyPath())
+    } else if subject.link.observesObjects {
+        subject.makeObservationBox().registrar.access(subject, keyPath: keyPath())
+    }
 }
 
 /// Called by an `@Entity` property's setter (generated): the write between `willSet` and
@@ -59,11 +63,11 @@ public func _observationNotify<Subject: ManagedObject, Member>(_ subject: Subjec
 }
 
 extension ManagedObject {
-    /// The object's registrar, made on first use (and with it the context's listener that
-    /// tells observers of changes that do not come through a setter).
+    /// The object's registrar, made on its first `@Entity` property read (and with it the
+    /// context's listener that tells observers of changes that do not come through a setter).
     @usableFromInline
-    final func observationRegistrar() -> ObservationRegistrar {
-        if let box = observationBox { return box.registrar }
+    final func makeObservationBox() -> ObservationBox {
+        if let box = observationBox { return box }
         let box = ObservationBox()
         observationBox = box
         link.withContext { context in
@@ -73,7 +77,7 @@ extension ManagedObject {
             context.startObservingObjects()
         }
         box.seen = isFault ? nil : current
-        return box.registrar
+        return box
     }
 
     /// After a setter told its observers: the values they have heard of are the current ones.
@@ -113,14 +117,16 @@ extension ManagedObject {
 
 extension ManagedObjectContext {
     /// Whether the `@Entity` objects of this context tell the `Observation` module of reads and
-    /// changes (`withObservationTracking`, SwiftUI, `Observations`). Default `true`, as
-    /// SwiftData's models are observable in every context.
+    /// changes (`withObservationTracking`, SwiftUI, `Observations`). `true` for a
+    /// ``PersistentContainer``'s main context (the one a UI reads, as SwiftData's `mainContext`);
+    /// `false` for other contexts until set.
     ///
     /// Observing costs one registrar per object whose `@Entity` properties are read (two
-    /// allocations on the object's first such read), and a comparison of each changed object's
-    /// values when the context hears of changes. A context that only reads many objects for
-    /// work nobody displays (an export, a report) may set it to `false`; objects it has already
-    /// read keep their registrar.
+    /// allocations on the object's first such read) and a call into the `Observation` module per
+    /// read: fetching 30,000 flights and reading their 19 properties takes 1.7 times the
+    /// instructions it takes unobserved (callgrind; see <doc:Performance>). A context that reads
+    /// many objects for work nobody displays (an import, an export, a report) keeps it off.
+    /// Objects already read keep their registrar when it is switched off.
     public var observesObjects: Bool {
         get { assertOnQueue(); return link.observesObjects }
         set { assertOnQueue(); link.observesObjects = newValue }

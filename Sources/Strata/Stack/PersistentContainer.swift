@@ -48,6 +48,8 @@ public final class PersistentContainer: Sendable {
         writerContext.automaticallyMergesChangesFromParent = true
         mainContext = writerContext.newChildContext(name: "main")
         mainContext.automaticallyMergesChangesFromParent = true
+        // The context a UI reads: its `@Entity` objects are observable (see `observesObjects`).
+        mainContext.link.observesObjects = true
     }
 
     /// A new child of main for a unit of work: save it with ``ManagedObjectContext/save()`` (into
