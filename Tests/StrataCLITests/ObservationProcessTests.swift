@@ -1,6 +1,5 @@
 import Foundation
 import Observation
-import Synchronization
 import Testing
 import Strata
 import StrataTestSupport
@@ -15,12 +14,6 @@ import StrataTestSupport
 /// to the store: the app makes no call; the follower merges the commit and the observers of the
 /// changed property, only those, fire.
 @Suite struct ObservationProcessTests {
-    final class Fired: Sendable {
-        private let count = Mutex(0)
-        var value: Int { count.withLock { $0 } }
-        func hit() { count.withLock { $0 += 1 } }
-    }
-
     @Test func anotherProcessesCommitFiresTheChangedPropertyOnly() throws {
         let folder = TemporaryDirectory()
         let store = folder.file("novels.sqlite")
@@ -38,7 +31,7 @@ import StrataTestSupport
             try main.saveToStore()
             return (emma, dune)
         }
-        let title = Fired(), pages = Fired(), other = Fired()
+        let title = HitCounter(), pages = HitCounter(), other = HitCounter()
         main.performAndWait {
             withObservationTracking { _ = emma.title } onChange: { title.hit() }
             withObservationTracking { _ = emma.pages } onChange: { pages.hit() }

@@ -1,6 +1,5 @@
 import Foundation
 import Observation
-import Synchronization
 import Testing
 import Strata
 import StrataTestSupport
@@ -22,16 +21,9 @@ import StrataTestSupport
 @Suite struct ObservationTests {
     static func model() throws -> Model { try Model(version: "1", types: [Paperback.self, Rack.self]) }
 
-    /// How many times an observation's `onChange` ran.
-    final class Fired: Sendable {
-        private let count = Mutex(0)
-        var value: Int { count.withLock { $0 } }
-        func hit() { count.withLock { $0 += 1 } }
-    }
-
     /// `withObservationTracking` around `read`, run on the context's queue (where objects live).
-    static func track(_ context: ManagedObjectContext, _ read: @escaping () -> Void) -> Fired {
-        let fired = Fired()
+    static func track(_ context: ManagedObjectContext, _ read: @escaping () -> Void) -> HitCounter {
+        let fired = HitCounter()
         context.performAndWait {
             withObservationTracking { read() } onChange: { fired.hit() }
         }

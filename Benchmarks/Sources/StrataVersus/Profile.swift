@@ -38,6 +38,7 @@ enum Profile {
         ("batch-insert", "Strata: every table by BatchInsertRequest (no objects), to-ones by ObjectID"),
         ("fetch", "Strata: fetch every flight, every attribute read through o[attribute:] (StrataSide.fetchAllAndRead)"),
         ("fetch-entity", "Strata: fetch every flight as TypedFlight, every attribute read through its @Entity property"),
+        ("fetch-entity-observed", "Strata: fetch-entity in a context that observes objects (observesObjects, issue 49: a registrar per object, Observation's access per read)"),
         ("raw-fetch", "raw C API: every flight decoded into structs (RawDB.allFlights)"),
         ("grdb-fetch", "GRDB: every flight fetched as records (GRDBSide.allFlights) from the raw store"),
         ("predicate-typed", "Strata: FetchRequest<TypedFlight>(#Predicate { origin?.faa == \"JFK\" && (dep_delay ?? 0) > 60 }) built and fetched"),
@@ -193,6 +194,20 @@ enum Profile {
                 try expect(result.objects.count == flights.count && checksumMatches(result.checksum, checksum),
                            "fetch-entity read \(result.objects.count) flights, checksum \(result.checksum), expected \(flights.count), \(checksum)")
                 say(tag + "fetch-entity \(result.objects.count) \(seconds)")
+            case "fetch-entity-observed":
+                let coordinator = try StoreCoordinator(model: TypedSide.model, url: strataURL)
+                func observing() -> ManagedObjectContext {
+                    let context = coordinator.newContext()
+                    context.performAndWait { context.observesObjects = true }
+                    return context
+                }
+                let (result, seconds) = try timed {
+                    measured ? try strataRegionFetchEntityObserved(observing()) : try TypedSide.fetchAllAndRead(observing())
+                }
+                coordinator.close()
+                try expect(result.objects.count == flights.count && checksumMatches(result.checksum, checksum),
+                           "fetch-entity-observed read \(result.objects.count) flights, checksum \(result.checksum), expected \(flights.count), \(checksum)")
+                say(tag + "fetch-entity-observed \(result.objects.count) \(seconds)")
             case "raw-fetch":
                 let db = try RawDB(path: rawPath)
                 let (rows, seconds) = try timed { measured ? try rawRegionFetch(db) : try db.allFlights() }
@@ -371,6 +386,13 @@ func strataRegionFetch(_ context: ManagedObjectContext) throws -> (objects: [Man
 @inline(never) @_optimize(none) @_silgen_name("strata_profile_region_fetch_entity")
 func strataRegionFetchEntity(_ context: ManagedObjectContext) throws -> (objects: [TypedFlight], checksum: Double) {
     try TypedSide.fetchAllAndRead(context)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_fetch_entity_observed")
+func strataRegionFetchEntityObserved(_ context: ManagedObjectContext) throws -> (objects: [TypedFlight], checksum: Double) {
+    // Its own body (not folded into fetch-entity's by the linker: callgrind needs its symbol).
+    precondition(context.performAndWait { context.observesObjects }, "fetch-entity-observed needs an observing context")
+    return try TypedSide.fetchAllAndRead(context)
 }
 
 @inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_fetch")

@@ -123,7 +123,7 @@ extension ManagedObjectContext {
     ///
     /// Observing costs one registrar per object whose `@Entity` properties are read (two
     /// allocations on the object's first such read) and a call into the `Observation` module per
-    /// read: fetching 30,000 flights and reading their 19 properties takes 1.7 times the
+    /// read: fetching 30,000 flights and reading their 19 properties takes 1.5 times the
     /// instructions it takes unobserved (callgrind; see <doc:Performance>). A context that reads
     /// many objects for work nobody displays (an import, an export, a report) keeps it off.
     /// Objects already read keep their registrar when it is switched off.

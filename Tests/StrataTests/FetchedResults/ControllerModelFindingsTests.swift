@@ -20,22 +20,27 @@ import Testing
         #expect(problems.isEmpty, "\(problems)")
     }
 
+    /// The shrunk sequence below, up to its refresh: main keeps a category's rename over its
+    /// delete elsewhere, and a new item on main names it.
+    static let categoryKeptOverItsDelete: [ModelBatch] = [
+        ModelBatch(.mainSaveThenWriterSave, [.deleteParent(.category, 36), .deleteParent(.category, 34)]),
+        ModelBatch(.updateSaveThenMainSaveToStore, [.insertParent(.category, name: 4)]),
+        ModelBatch(.raceDeleteThenSaved, [.deleteParent(.category, 30), .insertItem(name: 9, group: 3, score: 7, flag: false, parents: [nil, 22, 1, 16])], way: 1),
+        ModelBatch(.externalFollowed, []),
+        ModelBatch(.mainEditsSaveToStore, []),
+        ModelBatch(.raceDeleteThenSaved, []),
+        ModelBatch(.updateSaveOnly, [.renameParent(.category, 19, name: 1)]),
+        ModelBatch(.background, [.deleteParent(.category, 60)]),
+        ModelBatch(.racePendingToOne, [.deleteParent(.owner, 34), .insertItem(name: 0, group: 1, score: 4, flag: true, parents: [38, nil, nil, nil])], way: 2),
+    ]
+
     /// CI's seed 15541614223810524789, shrunk. An update context renames category 4 into main;
     /// a background save deletes it, and main keeps its rename over the delete (in-memory wins);
     /// an item new on main names it; a refresh of the category finds the row gone. The refresh
     /// let go of the category but not of the item's to-one, which named a row not there. A
     /// refresh that finds a row gone now lets go of it as a merged delete does.
     @Test func refreshOfACategoryKeptOverItsDeleteLetsItsItemsGo() throws {
-        let problems = try ControllerModelRun.replay([
-            ModelBatch(.mainSaveThenWriterSave, [.deleteParent(.category, 36), .deleteParent(.category, 34)]),
-            ModelBatch(.updateSaveThenMainSaveToStore, [.insertParent(.category, name: 4)]),
-            ModelBatch(.raceDeleteThenSaved, [.deleteParent(.category, 30), .insertItem(name: 9, group: 3, score: 7, flag: false, parents: [nil, 22, 1, 16])], way: 1),
-            ModelBatch(.externalFollowed, []),
-            ModelBatch(.mainEditsSaveToStore, []),
-            ModelBatch(.raceDeleteThenSaved, []),
-            ModelBatch(.updateSaveOnly, [.renameParent(.category, 19, name: 1)]),
-            ModelBatch(.background, [.deleteParent(.category, 60)]),
-            ModelBatch(.racePendingToOne, [.deleteParent(.owner, 34), .insertItem(name: 0, group: 1, score: 4, flag: true, parents: [38, nil, nil, nil])], way: 2),
+        let problems = try ControllerModelRun.replay(Self.categoryKeptOverItsDelete + [
             ModelBatch(.refresh, [.refresh(entity: .category, 58, merge: true)]),
         ])
         #expect(problems.isEmpty, "\(problems)")
@@ -44,16 +49,7 @@ import Testing
     /// The same, the category refreshed without merging: known gone, it leaves (not a fault
     /// over a row that is not there), and the item lets go of it.
     @Test func refreshDiscardingOfACategoryKeptOverItsDeleteLetsItsItemsGo() throws {
-        let problems = try ControllerModelRun.replay([
-            ModelBatch(.mainSaveThenWriterSave, [.deleteParent(.category, 36), .deleteParent(.category, 34)]),
-            ModelBatch(.updateSaveThenMainSaveToStore, [.insertParent(.category, name: 4)]),
-            ModelBatch(.raceDeleteThenSaved, [.deleteParent(.category, 30), .insertItem(name: 9, group: 3, score: 7, flag: false, parents: [nil, 22, 1, 16])], way: 1),
-            ModelBatch(.externalFollowed, []),
-            ModelBatch(.mainEditsSaveToStore, []),
-            ModelBatch(.raceDeleteThenSaved, []),
-            ModelBatch(.updateSaveOnly, [.renameParent(.category, 19, name: 1)]),
-            ModelBatch(.background, [.deleteParent(.category, 60)]),
-            ModelBatch(.racePendingToOne, [.deleteParent(.owner, 34), .insertItem(name: 0, group: 1, score: 4, flag: true, parents: [38, nil, nil, nil])], way: 2),
+        let problems = try ControllerModelRun.replay(Self.categoryKeptOverItsDelete + [
             ModelBatch(.refresh, [.refresh(entity: .category, 58, merge: false)]),
         ])
         #expect(problems.isEmpty, "\(problems)")
