@@ -138,6 +138,20 @@ import StrataTestSupport
         #expect(price.value == 0)
     }
 
+    /// The dynamic API, no setter of the class: heard when the context processes its changes.
+    @Test func setValueForKeyFiresWhenTheContextProcessesItsChanges() throws {
+        let (_, container, dune, _) = try Self.stocked()
+        let main = container.mainContext
+        let title = Self.track(main) { _ = dune.title }
+        let price = Self.track(main) { _ = dune.price }
+        try main.performAndWait {
+            try dune.setValue("Dune (annotated)", forKey: "title")
+            main.processPendingChanges()
+        }
+        #expect(title.value == 1)
+        #expect(price.value == 0)
+    }
+
     @Test func aRollbackFires() throws {
         let (_, container, dune, _) = try Self.stocked()
         let main = container.mainContext

@@ -14,9 +14,11 @@ public import CStrataThread
 /// now holds this link strongly (a plain object: cheap to retain), checks its queue and liveness
 /// here, and borrows the context unretained only when it needs it: to read a fault, to write.
 @usableFromInline
-// @unchecked because: `owner` and `alive` are atomics; `unmanaged` is written once, in the
-// context's initialiser, before the link is shared with any object or thread; `observesObjects`
-// is read and written on the context's queue only (its setter and the typed reads check it).
+// `owner` and `alive` are atomics; `unmanaged` is written once, in the context's initialiser,
+// before the link is shared with any object or thread; `observesObjects` is written on the
+// context's queue (its setter asserts it) and read by typed reads, which a read off the queue
+// stops at once (their queue check, just after). @unchecked Sendable because of these rules,
+// which the compiler cannot see.
 final class ContextLink: @unchecked Sendable {
     /// The thread running a block on the context's queue (0 when none).
     @usableFromInline let owner = Atomic<UInt>(0)

@@ -72,7 +72,9 @@ extension ManagedObject {
         observationBox = box
         link.withContext { context in
             // A fault is read now (the getter that asked reads it next anyway): what observers
-            // hear of later is compared with these values.
+            // hear of later is compared with these values. A read that fails is not swallowed
+            // into a value: the baseline stays unset, and the getter's own read, just after,
+            // stops with the error (an unfulfillable fault).
             if isFault { try? context.fulfill(self) }
             context.startObservingObjects()
         }
@@ -92,6 +94,8 @@ extension ManagedObject {
     func notifyObserversOfChangedValues(in context: ManagedObjectContext) {
         guard let box = observationBox, state != .invalid else { return }
         if isFault {
+            // Unreadable (its row gone, a page that fails its checksum): nothing is fired, and
+            // no value is made up; whoever reads the object next gets the error.
             guard (try? context.fulfill(self)) != nil, !isFault else { return }
         }
         let now = current
