@@ -20,9 +20,12 @@ import Testing
 /// `STRATA_STREAM_DEBUG=KEY,KEY…` (each batch's route and those books' values; on a mismatch, the
 /// change sets that named the books out of place).
 ///
-/// Known failure (not fixed): route 0 — main fetches every book, edits, saves to the store —
-/// between another process's bursts leaves the sectioned list in the wrong order within a section
-/// (seeds 9254964566351264414, 4334172153501642229 with `STRATA_STREAM_ROUTES=0,5`). CI runs routes 1-5.
+/// Route 0 — main fetches every book, edits, saves to the store — between another process's
+/// bursts found two bugs of the controller's following (`STRATA_STREAM_ROUTES=0,5`, seeds
+/// 4334172153501642229 and 4983482858186723586, which failed before the fixes): a row a re-run
+/// placed by the store's newer values kept the context's older stamp and misled the placing of
+/// its neighbours; and a listed row whose shelf another process deleted (not yet merged) read as
+/// unchanged, so a row was placed by it in another section's order.
 ///
 /// Gated (`STRATA_STREAM_MODEL=1 swift test --filter ResultStreamModelTests`, a stage of its own in
 /// CI): its consumers are tasks, which need a free thread of the cooperative pool (as many as

@@ -122,5 +122,6 @@ extension AnyFetchedResultsController {
         needsRerun = false
         servedCacheStamp = file.stamp
         contentStamped = []
+        placedByNewerRead = []
     }
 }

@@ -28,6 +28,8 @@ extension AnyFetchedResultsController {
             }
             candidates.formUnion(related)
             guard !candidates.isEmpty else { return }
+            // Rows a re-run placed by a newer read than the context's (see ``placedByNewerRead``).
+            candidates.formUnion(placedByNewerRead)
             try follow(candidates, own, plan, restarts: 0)
         } catch {
             needsRerun = true
@@ -173,7 +175,7 @@ extension AnyFetchedResultsController {
             /// (its stamp, and the related values its key paths read): a row another connection
             /// changed in a commit not yet merged here reads newer than the layout, and comparing
             /// with it would put the row being placed in the wrong place for good (issue 46).
-            func values(of key: Int64, listedStamp: UInt32) throws -> [SQLiteValue] {
+            func values(of key: Int64, listedStamp: UInt32, section: SQLiteValue?) throws -> [SQLiteValue] {
                 if let known = probed[key] { return known }
                 guard let subject = try VisibleSubject(context: context, info: plan.info, key: key) else {
                     throw VanishedRow(key: key)
@@ -187,6 +189,8 @@ extension AnyFetchedResultsController {
                 }
                 guard asListed, try relatedValuesAsKnown(subject, plan, dependencies) else { throw StaleNeighbour(key: key) }
                 let found = try plan.sortValues(subject)
+                // Listed in the section being placed into, it must still read as of that section.
+                if let section, order(AnyFetchedResultsController.sectionValue(found[0]), section) != 0 { throw StaleNeighbour(key: key) }
                 trackingStatistics.rowsProbed += 1
                 probed[key] = found
                 return found
@@ -210,10 +214,10 @@ extension AnyFetchedResultsController {
                 } else if entry.oldContent {
                     contentStamped.insert(entry.key)
                 }
-                try rows.insert(key: entry.key, stamp: stamp,
-                                sectionValue: sectioned ? AnyFetchedResultsController.sectionValue(all[0]) : .null, locations: &locations,
+                let section = sectioned ? AnyFetchedResultsController.sectionValue(all[0]) : nil
+                try rows.insert(key: entry.key, stamp: stamp, sectionValue: section ?? .null, locations: &locations,
                                 order: order, makeSection: makeSection) { other, listedStamp in
-                    let comparison = plan.compareSortValues(try values(of: other, listedStamp: listedStamp), all)
+                    let comparison = plan.compareSortValues(try values(of: other, listedStamp: listedStamp, section: section), all)
                     return comparison < 0 || (comparison == 0 && other < entry.key)
                 }
             }
@@ -252,6 +256,7 @@ extension AnyFetchedResultsController {
         self.rows = rows
         self.locations = locations
         self.contentStamped = contentStamped
+        placedByNewerRead.subtract(candidates)
         let result = changeSet(before: before, after: rows, tracked: tracked, updated: changedRows)
         if !result.isEmpty { report(.changes(result)) }
     }
@@ -268,8 +273,15 @@ extension AnyFetchedResultsController {
         for sort in plan.sortPaths where !sort.path.hops.isEmpty {
             var current = subject
             for hop in sort.path.hops {
-                guard let next = try current.follow(toOne: hop.index) else { break }
-                let id = ObjectID(entity: next.info.internedName, primaryKey: next.primaryKey)
+                guard let key = current.row.toOnes[hop.index] else { break }
+                let destination = managedObjectContext.schema.infos[current.info.toOnes[hop.index].destination]!
+                let id = ObjectID(entity: destination.internedName, primaryKey: key)
+                guard let next = try VisibleSubject(context: managedObjectContext, info: destination, key: key) else {
+                    // Gone as the context shows it (another connection deleted it, and the news
+                    // has not come), while the list placed rows by its values: not as known.
+                    if let known = relatedValues[id], !known.isEmpty { return false }
+                    break
+                }
                 if let known = relatedValues[id], known != next.values(dependencies.slots(of: next.info.name)) { return false }
                 current = next
             }
@@ -301,6 +313,7 @@ extension AnyFetchedResultsController {
         var updated = Set<Int64>()
         var kept: [(key: Int64, oldIndex: Int)] = []
         var keepStamps: [(key: Int64, stamp: UInt32, content: Bool)] = []
+        var newerRead: [Int64] = []
         // Rows with unsaved changes along the chain (only needed when the fetch came from memory).
         let pendingKeys = fetched.content && fetched.count > 0 ? managedObjectContext.chainPendingKeys(plan.info.name) : []
         for row in fetched.rows {
@@ -319,7 +332,11 @@ extension AnyFetchedResultsController {
                 // that another connection changed, before the context heard of it): adopting it
                 // would make that change look already seen (found by the model test's seed
                 // 11595247941790151521: a windowed list never reported a note set elsewhere).
-                if !differs { keepStamps.append((row.key, old[i].stamp, oldContent.contains(row.key))) }
+                if !differs {
+                    keepStamps.append((row.key, old[i].stamp, oldContent.contains(row.key)))
+                    // Placed by the store's version while the context shows an older one.
+                    if !row.content, AnyFetchedResultsController.versionStamp(subject.row.version) != row.stamp { newerRead.append(row.key) }
+                }
             } else {
                 differs = true
             }
@@ -331,6 +348,7 @@ extension AnyFetchedResultsController {
                     // Changed, but not named (an edit in a `perform` block not yet reported):
                     // it keeps its old stamp, so that the change that names it finds the difference.
                     keepStamps.append((row.key, old[i].stamp, oldContent.contains(row.key)))
+                    newerRead.append(row.key)
                 }
             } else if !changed.contains(row.key) {
                 kept.append((row.key, i))
@@ -340,6 +358,7 @@ extension AnyFetchedResultsController {
             if let chunk = locations[key] { rows.setStamp(of: key, inChunk: chunk, to: stamp) }
             if content { contentStamped.insert(key) } else { contentStamped.remove(key) }
         }
+        placedByNewerRead.formUnion(newerRead)
         let newKeys = Set(fetched.keys)
         for row in old where !newKeys.contains(row.key) { changed.insert(row.key) }
         // Stamps say nothing of related rows: a row whose section changed (its category was

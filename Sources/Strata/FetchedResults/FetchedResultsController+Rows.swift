@@ -162,6 +162,7 @@ extension AnyFetchedResultsController {
         needsRerun = false
         servedCacheStamp = nil
         contentStamped = []
+        placedByNewerRead = []
         if fetched.content { for key in fetched.keys { contentStamped.insert(key) } }
     }
 }

@@ -152,6 +152,13 @@ public class AnyFetchedResultsController {
     /// or a fetch over unsaved changes); the others carry version stamps read from the store.
     /// See ``contentStamp(_:)``.
     var contentStamped = Set<Int64>()
+    /// Rows a re-run placed by a read of the store newer than what the context shows of them
+    /// (another connection's commit, not yet merged here), which keep the stamp of what the
+    /// context showed so that the merge still reports them. Their place and their stamp disagree:
+    /// compared with as neighbours, their older values would misplace the row being placed, for
+    /// good (stream model test, route 0 with another process's bursts). The next follow places
+    /// them again by what the context shows.
+    var placedByNewerRead = Set<Int64>()
     /// The stamp of the cache file the layout came from, until the rows' stamps are loaded.
     var servedCacheStamp: SectionCacheStamp?
     /// Set when following a change failed: the next change re-runs the request.
