@@ -55,7 +55,7 @@ extension ExitStatus {
             case .noSuchFile, .isADirectory, .unknownCache, .notACacheFile: self = .noInput
             case .unreadable, .hotJournal: self = .ioError
             case .purgeIncomplete(_, _, _, let cacheError): self = ExitStatus(for: cacheError) == .noPermission ? .noPermission : .ioError
-            case .notADatabase, .notAStrataStore, .unsupportedFormat, .corrupt, .corruptPage, .sqlite: self = .dataError
+            case .notADatabase, .notAStrataStore, .unsupportedFormat, .corrupt, .corruptPage, .sqlite, .walDamaged: self = .dataError
             case .locked: self = .temporaryFailure
             case .readOnly: self = .noPermission
             case .cache(let cacheError): self = ExitStatus(for: cacheError)
@@ -69,7 +69,7 @@ extension ExitStatus {
             }
         case let error as StoreError:
             switch error {
-            case .notADatabase, .notAStrataStore, .unsupportedFormat, .modelMismatch, .corruptPage: self = .dataError
+            case .notADatabase, .notAStrataStore, .unsupportedFormat, .modelMismatch, .corruptPage, .walDamaged: self = .dataError
             case .uriOfAnotherStore, .malformedURI, .pageChecksumsDiffer: self = .usage
             case .sqlite: self = .ioError
             case .closed: self = .software

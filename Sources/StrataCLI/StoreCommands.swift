@@ -87,6 +87,13 @@ struct StoreCheckCommand: ParsableCommand {
             join rows naming live objects). Exit status 0 when all is clean, 65 when anything is \
             corrupt (the first bad pages are listed).
 
+            A write-ahead log left by a process that did not close the store is read first, as \
+            SQLite's recovery would read it: when committed transactions lie beyond a damaged \
+            frame (recovery would drop them without a word), the store is not opened, the frames \
+            are reported and the exit status is 65. --accept-wal-loss drops them as recovery \
+            does, after keeping a copy of the log beside the store (<store>-wal.damaged-<time>), \
+            then checks the store.
+
             Example:
               strata store check /tmp/goods.sqlite
               strata store check /tmp/goods.sqlite --json | jq .badPages
@@ -96,9 +103,14 @@ struct StoreCheckCommand: ParsableCommand {
     @OptionGroup var location: StoreArgument
     @Flag(help: "Print JSON (StoreCheckReport, sorted keys) instead of text.")
     var json = false
+    @Flag(help: "Drop the transactions a damaged write-ahead log holds past its damage (a copy of the log is kept), then check.")
+    var acceptWALLoss = false
 
     func run() throws {
         let inspector = try location.inspector()
+        if acceptWALLoss, let dropped = try inspector.acceptWALLoss() {
+            printError("strata: dropped \(dropped.lostTransactions) committed transactions past frame \(dropped.brokenFrame) of \(dropped.path); the damaged log is kept beside the store")
+        }
         let report = inspector.check()
         if json {
             try printJSON(report)
@@ -109,6 +121,11 @@ struct StoreCheckCommand: ParsableCommand {
                 ? "\(report.pages) pages of \(Format.bytes(Int64(report.pageSize))), \(report.badPageCount) bad"
                     + (report.badPages.isEmpty ? "" : " (first: \(report.badPages.map(String.init).joined(separator: ", ")))")
                 : "none (a store made without them; StoreCoordinator.addPageChecksums(toStoreAt:) adds them)"])
+            if let damage = report.walDamage {
+                fields.append(["write-ahead log", "DAMAGED at frame \(damage.brokenFrame) of \(damage.frames): recovery would keep "
+                    + "\(damage.keptTransactions) transactions and drop \(damage.lostTransactions) (commit frames "
+                    + "\(damage.lostCommitFrames.map(String.init).joined(separator: ", "))); not opened (--accept-wal-loss drops them)"])
+            }
             fields.append(["integrity_check", report.integrity.isEmpty ? "ok" : report.integrity.prefix(5).joined(separator: "; ")])
             fields.append(["invariants", report.invariants.isEmpty ? "ok" : report.invariants.joined(separator: "; ")])
             fields.append(["result", report.isCorrupt ? "CORRUPT" : report.notChecked.map { "NOT CHECKED: \($0)" } ?? "clean"])

@@ -24,14 +24,18 @@ public struct StoreCheckReport: Codable, Sendable, Equatable {
     public var notChecked: String? = nil
     /// The error behind ``notChecked`` (not encoded).
     public var notCheckedError: InspectionError? = nil
+    /// The store's write-ahead log is damaged (``InspectionError/walDamaged(_:)``): the frame
+    /// where SQLite's recovery would stop and the committed transactions it would drop. The
+    /// store was not opened (opening would drop them); the page scan of the file still ran.
+    public var walDamage: WALDamage? = nil
 
     /// No bad page, no finding, and everything was checked.
     public var isClean: Bool { !isCorrupt && notChecked == nil }
     /// A bad page or a finding: the store's bytes or rows are wrong.
-    public var isCorrupt: Bool { badPageCount > 0 || !integrity.isEmpty || !invariants.isEmpty }
+    public var isCorrupt: Bool { badPageCount > 0 || !integrity.isEmpty || !invariants.isEmpty || walDamage != nil }
 
     enum CodingKeys: String, CodingKey {
-        case path, checksummed, pageSize, pages, badPages, badPageCount, integrity, invariants, notChecked
+        case path, checksummed, pageSize, pages, badPages, badPageCount, integrity, invariants, notChecked, walDamage
     }
 }
 
@@ -44,6 +48,10 @@ extension StoreInspector {
         var report = StoreCheckReport(path: path.description, checksummed: false, pageSize: 0, pages: 0, badPages: [],
                                       badPageCount: 0, integrity: [], invariants: [])
         scanPages(into: &report)
+        if !OpenStores.contains(path.description), let damage = try? WALScanner.damageBeforeRecovery(path.description) {
+            report.walDamage = damage
+            return report
+        }
         do {
             let findings = try read { db -> [String] in
                 var lines: [String] = []

@@ -32,6 +32,10 @@ public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible
     case purgeIncomplete(removed: [String], failed: String, notRemoved: [String], error: SectionCacheError)
     case cache(SectionCacheError)
     case sqlite(String)
+    /// The store's write-ahead log, left by a process that did not close the store, is damaged:
+    /// reading would run SQLite's recovery, which drops the committed transactions the damage
+    /// describes. Nothing was read or changed. See ``StoreError/walDamaged(_:)``.
+    case walDamaged(WALDamage)
 
     public var description: String {
         switch self {
@@ -53,6 +57,9 @@ public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible
                 + " (\(removed.isEmpty ? "none" : removed.joined(separator: ", "))), not removed: \(notRemoved.joined(separator: ", "))"
         case .cache(let error): error.description
         case .sqlite(let message): message
+        case .walDamaged(let damage):
+            "\(damage). Nothing was read or changed: restore the store from a backup, or drop those transactions "
+                + "with `strata store check --accept-wal-loss` (the damaged log is kept beside the store)."
         }
     }
 }
@@ -96,6 +103,33 @@ public struct StoreInspector: Sendable {
     /// `<store>.caches` beside the store).
     public let cacheDirectory: FileSystemPath?
 
+    /// Drops the transactions a damaged write-ahead log holds past its damage
+    /// (``InspectionError/walDamaged(_:)``), as SQLite's recovery does, after keeping a copy of
+    /// the log beside the store as `<store>-wal.damaged-<seconds since 1970>`. Returns the damage,
+    /// or `nil` when the log was not damaged (nothing done). Then the store reads as recovery
+    /// leaves it.
+    @discardableResult
+    public func acceptWALLoss() throws(InspectionError) -> WALDamage? {
+        let shown = path.description
+        guard !OpenStores.contains(shown) else { return nil }
+        do {
+            guard let damage = try WALScanner.damageBeforeRecovery(shown) else { return nil }
+            try WALScanner.checkBeforeOpening(shown, accepts: true)
+            // Recovery: one connection that reads, then closes (the log is now SQLite's again).
+            var configuration = Connection.Configuration()
+            configuration.createIfMissing = false
+            configuration.setsJournalMode = false
+            let db = try Connection(pathBytes: path.bytes, displayPath: shown, configuration: configuration)
+            defer { db.close() }
+            try db.execute("SELECT count(*) FROM sqlite_master")
+            return damage
+        } catch let error as InspectionError {
+            throw error
+        } catch {
+            throw .unreadable(path: shown, reason: "\(error)")
+        }
+    }
+
     /// Checks that `url` names a readable regular file (the store itself is checked when read).
     public init(url: URL) throws(InspectionError) {
         try self.init(path: FileSystemPath(url))
@@ -123,6 +157,13 @@ public struct StoreInspector: Sendable {
     /// a crash is first rolled back, as any SQLite writer opening the file would (that restores
     /// the last commit and changes nothing else).
     func read<T>(_ body: (Connection) throws -> T) throws(InspectionError) -> T {
+        // A log no connection holds is recovered by the first read: a damaged one is refused
+        // first (a coordinator of this process holding the store has recovered it already).
+        if !OpenStores.contains(path.description) {
+            let damage: WALDamage?
+            do { damage = try WALScanner.damageBeforeRecovery(path.description) } catch { throw .unreadable(path: path.description + "-wal", reason: "\(error)") }
+            if let damage { throw .walDamaged(damage) }
+        }
         do {
             return try readOnce(body)
         } catch .hotJournal {

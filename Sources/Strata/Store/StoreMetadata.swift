@@ -43,6 +43,11 @@ public struct StoreOptions: Sendable {
     /// A commit that leaves the `-wal` past twice this checkpoints and truncates it, when no
     /// reader holds an older snapshot. `nil`: no limit (SQLite's default).
     public var walSizeLimit: Int64? = 16 << 20
+    /// Whether a store whose write-ahead log is damaged opens anyway (default: refuse with
+    /// ``StoreError/walDamaged(_:)``). On: the transactions the damage describes are dropped, as
+    /// SQLite's recovery drops them, and the damaged log is first copied beside the store as
+    /// `<store>-wal.damaged-<seconds since 1970>` for inspection. See <doc:CrashGuarantees>.
+    public var acceptsWALLoss = false
     /// SQLite's journal mode (default WAL; `.delete` is the rollback journal).
     public var journalMode: StrataSQLiteJournalMode = .wal
     /// Whether a store made by another model version may be migrated when opened (default: refuse).

@@ -46,6 +46,12 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
     /// longer than ``StoreOptions/busyTimeout``: the commit was not made, and the context that
     /// saved is as it was (save again later). Reads never wait for it (WAL readers).
     case busy(path: String, timeout: Duration)
+    /// The store's write-ahead log, left by a process that did not close the store (a crash, a
+    /// kill), is damaged: committed transactions lie beyond a frame SQLite's recovery would stop
+    /// at, and opening would drop them without a word. Nothing was opened or changed. The store
+    /// opens with ``StoreOptions/acceptsWALLoss`` (dropping exactly what the damage describes,
+    /// the damaged log kept beside the store for inspection); `strata store check` reports it.
+    case walDamaged(WALDamage)
 
     /// The store error for an SQLite error on the store at `path`: a failed page checksum
     /// becomes ``corruptPage(path:page:)``, a lock held past the busy timeout ``busy(path:timeout:)``,
@@ -85,6 +91,9 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
                     + "(StoreCoordinator.addPageChecksums(toStoreAt:)), then replace. Nothing was changed."
                 : "\(source) has page checksums and store \(path) does not: close the store, give it checksums "
                     + "(StoreCoordinator.addPageChecksums(toStoreAt:)), then replace. Nothing was changed."
+        case .walDamaged(let damage):
+            "\(damage). Nothing was opened or changed: restore the store from a backup, or open it with "
+                + "StoreOptions.acceptsWALLoss (`strata store check --accept-wal-loss`) to drop those transactions, the damaged log kept beside it."
         case let .corruptPage(path, page):
             "page \(page) of store \(path) fails its checksum: the file was changed outside SQLite (a disk or copy error); "
                 + "nothing was read from it. Run `strata store check` to list the damage and restore the store from a backup."

@@ -1,0 +1,302 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+@testable import Strata
+import StrataTestSupport
+import Testing
+
+/// Issue 50: a damaged write-ahead log never silently drops acknowledged commits.
+///
+/// The logs are real: a `StrataHistoryWriter` child process commits a burst to a store and is
+/// SIGKILLed, leaving a `-wal` no connection holds (the next open runs SQLite's recovery). Each
+/// flip changes one byte of a copy of that log — in a frame header, a page body or the log's
+/// header — and the copy is opened as an app would (`StoreCoordinator(model:url:)`):
+///
+/// - `refused`: the open threw ``StoreError/walDamaged(_:)``, the files untouched;
+/// - `intact`: it opened with every acknowledged commit (a flip in bytes recovery never reads:
+///   frames past the last commit, left by the kill);
+/// - `last-commit-undetectable`: it opened without the last transaction, the flip inside that
+///   transaction's commit frame — damage there looks exactly like a commit torn by a crash
+///   (<doc:CrashGuarantees>), so it is counted apart, and its count is the design's limit;
+/// - `silent-loss`: it opened without a commit the scan could have seen. Must be 0.
+///
+/// The control: writers killed at random moments in a burst (real torn tails). Every one must
+/// open, with every commit the writer acknowledged. Prints
+/// `wal-flips: flips=N refused=N silent-loss=0 torn-tails-recovered=N …`.
+/// `STRATA_WAL_FLIPS` (default 600), `STRATA_WAL_SEED` (default random, printed).
+@Suite(.serialized)
+struct WALDamageTests {
+    typealias WriterChild = ExternalChangesProcessTests.WriterChild
+
+    /// A store with a cold `-wal` holding several committed transactions, and the generation of
+    /// the last commit the writer acknowledged.
+    struct ColdLog {
+        let directory: TemporaryDirectory
+        let store: URL
+        let acknowledged: Int64
+    }
+
+    static func makeStore(_ url: URL) throws {
+        let container = try PersistentContainer(model: TestModels.bookshelf(), url: url)
+        defer { container.coordinator.close() }
+        let main = container.mainContext
+        try main.performAndWait {
+            for index in 0..<4 {
+                let shelf = try main.insert("Shelf")
+                try shelf.setValue("shelf \(index)", forKey: "label")
+                for book in 0..<3 {
+                    let object = try main.insert("Book")
+                    try object.setValue("book \(index)-\(book)", forKey: "title")
+                    try object.setValue(Int64(10 * book + index), forKey: "pages")
+                    try object.setValue(shelf, forKey: "shelf")
+                }
+            }
+            try main.saveToStore()
+        }
+    }
+
+    /// Runs a writer on `store`, asks for `burst` commits, and SIGKILLs it after `killAfter`
+    /// (`nil`: once every commit is acknowledged). Returns the last acknowledged generation.
+    static func writeAndKill(_ store: URL, seed: UInt64, burst: Int, killAfter: Duration?, stderr: URL) throws -> Int64 {
+        let writer = try WriterChild(store: store, seed: seed, killPoint: nil, stderr: stderr)
+        guard let open = writer.nextLine(timeout: .seconds(60)), open.hasPrefix("open "),
+              var acknowledged = Int64(open.split(separator: " ")[1]) else {
+            throw Failure("the writer did not open the store: \(writer.reap())")
+        }
+        writer.send("burst \(burst)")
+        if let killAfter {
+            Thread.sleep(forTimeInterval: Double(killAfter.components.attoseconds) / 1e18 + Double(killAfter.components.seconds))
+            writer.kill()
+        } else {
+            for _ in 0..<burst {
+                guard let line = writer.nextLine(timeout: .seconds(30)), line.hasPrefix("committed ") else { break }
+                acknowledged = Int64(line.split(separator: " ")[1]) ?? acknowledged
+            }
+            writer.kill()
+        }
+        // Every line the writer wrote before it died: each is a commit it acknowledged.
+        while let line = writer.nextLine(timeout: .milliseconds(300)) {
+            if line.hasPrefix("committed "), let generation = Int64(line.split(separator: " ")[1]) { acknowledged = max(acknowledged, generation) }
+        }
+        _ = writer.reap()
+        return acknowledged
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// A cold log with at least `transactions` commits (the writer's commits may checkpoint and
+    /// restart the log: it is made again until it holds enough).
+    static func coldLog(seed: UInt64, transactions: Int) throws -> ColdLog {
+        for attempt in 0..<10 {
+            let directory = TemporaryDirectory("strata-wal")
+            let store = directory.file("books.sqlite")
+            try makeStore(store)
+            let acknowledged = try writeAndKill(store, seed: seed &+ UInt64(attempt), burst: 8, killAfter: nil,
+                                                stderr: directory.file("writer.stderr"))
+            let log = try Data(contentsOf: URL(fileURLWithPath: store.path + "-wal"))
+            if try commitFrames(log).count >= transactions { return ColdLog(directory: directory, store: store, acknowledged: acknowledged) }
+        }
+        throw Failure("no cold log with \(transactions) committed transactions in 10 tries")
+    }
+
+    /// The commit frames (0-based) recovery keeps in an intact log.
+    static func commitFrames(_ log: Data) throws -> [Int] {
+        guard log.count > 32 else { return [] }
+        let frameSize = 24 + pageSize(log)
+        var frames: [Int] = []
+        let salts = log[16..<24]
+        for index in 0..<((log.count - 32) / frameSize) {
+            let offset = 32 + index * frameSize
+            guard log[(offset + 8)..<(offset + 16)] == salts else { break }
+            let commit = log[(offset + 4)..<(offset + 8)].reduce(0) { $0 << 8 | Int($1) }
+            if commit != 0 { frames.append(index) }
+        }
+        return frames
+    }
+
+    /// Opens `store` as an app would; the generation it reads, or the damage it refused.
+    enum Opened {
+        case success(Int64)
+        case failure(WALDamage)
+    }
+
+    static func open(_ store: URL) throws -> Opened {
+        do {
+            let coordinator = try StoreCoordinator(model: TestModels.bookshelf(), url: store)
+            defer { coordinator.close() }
+            return .success(try coordinator.metadata().generation)
+        } catch StoreError.walDamaged(let damage) {
+            return .failure(damage)
+        }
+    }
+
+    /// The page size in a log's header.
+    static func pageSize(_ log: Data) -> Int {
+        var size = 0
+        for index in 8..<12 { size = size << 8 | Int(log[log.startIndex + index]) }
+        return size
+    }
+
+    @Test(.timeLimit(.minutes(10))) func flipsInAColdLogAreRefusedNeverSilent() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let flips = environment["STRATA_WAL_FLIPS"].flatMap(Int.init) ?? 600
+        let seed = environment["STRATA_WAL_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
+        print("wal-flips: seed \(seed) (replay: STRATA_WAL_SEED=\(seed) STRATA_WAL_FLIPS=\(flips))")
+        var rng = SplitMix64(seed: seed)
+        let cold = try Self.coldLog(seed: rng.next(), transactions: 4)
+        let template = try Data(contentsOf: URL(fileURLWithPath: cold.store.path + "-wal"))
+        let database = try Data(contentsOf: cold.store)
+        let commits = try Self.commitFrames(template)
+        let frameSize = 24 + Self.pageSize(template)
+        let frames = (template.count - 32) / frameSize
+        // The unflipped log, recovered: every acknowledged commit is there.
+        let expected: Int64
+        do {
+            let scratch = TemporaryDirectory("strata-wal-copy")
+            let store = scratch.file("books.sqlite")
+            try database.write(to: store)
+            try template.write(to: URL(fileURLWithPath: store.path + "-wal"))
+            guard case .success(let generation) = try Self.open(store) else { throw Failure("the intact log was refused") }
+            expected = generation
+        }
+        #expect(expected >= cold.acknowledged, "the intact log recovers every acknowledged commit")
+        let lastCommit = commits.last!
+        let lastCommitRange = (32 + lastCommit * frameSize)..<(32 + (lastCommit + 1) * frameSize)
+
+        var refused = 0, intact = 0, undetectable = 0, silent: [String] = []
+        var places: [String: Int] = [:]
+        for flip in 0..<flips {
+            // Where: a frame header, the log's header, or anywhere (page bodies, mostly).
+            let offset: Int
+            switch rng.int(0...9) {
+            case 0...2:
+                let frame = rng.int(0...(frames - 1))
+                offset = 32 + frame * frameSize + rng.int(0...23)
+                places["frame header", default: 0] += 1
+            case 3:
+                offset = rng.int(0...31)
+                places["log header", default: 0] += 1
+            default:
+                offset = rng.int(32...(template.count - 1))
+                places["anywhere", default: 0] += 1
+            }
+            var log = template
+            log[offset] ^= UInt8(rng.int(1...255))
+            let scratch = TemporaryDirectory("strata-wal-flip")
+            let store = scratch.file("books.sqlite")
+            try database.write(to: store)
+            try log.write(to: URL(fileURLWithPath: store.path + "-wal"))
+            switch try Self.open(store) {
+            case .failure:
+                refused += 1
+                // Refused untouched: the log is as it was.
+                #expect(try Data(contentsOf: URL(fileURLWithPath: store.path + "-wal")) == log, "flip \(flip): the refused log is untouched")
+            case .success(let generation) where generation >= expected:
+                intact += 1
+            case .success(let generation):
+                if lastCommitRange.contains(offset) {
+                    undetectable += 1
+                } else {
+                    silent.append("flip \(flip) at byte \(offset) (frame \((offset - 32) / frameSize + 1)): opened at generation \(generation), expected \(expected)")
+                }
+            }
+        }
+
+        // The control: real torn tails, writers killed at random moments in a burst.
+        var recovered = 0
+        var tornFailures: [String] = []
+        let tails = environment["STRATA_WAL_TORN_TAILS"].flatMap(Int.init) ?? 20
+        for tail in 0..<tails {
+            let directory = TemporaryDirectory("strata-wal-torn")
+            let store = directory.file("books.sqlite")
+            try Self.makeStore(store)
+            let acknowledged = try Self.writeAndKill(store, seed: rng.next(), burst: 12, killAfter: .milliseconds(rng.int(0...40)),
+                                                     stderr: directory.file("writer.stderr"))
+            switch try Self.open(store) {
+            case .success(let generation) where generation >= acknowledged: recovered += 1
+            case .success(let generation): tornFailures.append("tail \(tail): generation \(generation) below the acknowledged \(acknowledged)")
+            case .failure(let damage): tornFailures.append("tail \(tail): refused a torn tail: \(damage)")
+            }
+        }
+        print("wal-flips places: " + places.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+              + " frames=\(frames) commits=\(commits.count)")
+        print("wal-flips: flips=\(flips) refused=\(refused) silent-loss=\(silent.count) torn-tails-recovered=\(recovered) "
+              + "intact=\(intact) last-commit-undetectable=\(undetectable)")
+        #expect(silent.isEmpty, "\(silent.prefix(5))")
+        #expect(tornFailures.isEmpty, "\(tornFailures.prefix(5))")
+        #expect(recovered == tails)
+        #expect(refused > flips / 2, "most flips land in committed frames and are refused")
+    }
+
+    /// `strata store check` on a damaged log: exit 65, the frames named, nothing changed; with
+    /// `--accept-wal-loss`, the transactions dropped, a copy of the log kept, the store clean.
+    @Test func storeCheckReportsADamagedLog() throws {
+        let cold = try Self.coldLog(seed: 7, transactions: 3)
+        var log = try Data(contentsOf: URL(fileURLWithPath: cold.store.path + "-wal"))
+        let pageSize = Self.pageSize(log)
+        // A page body of the first frame: recovery would stop there and drop every commit.
+        log[32 + 24 + pageSize / 2] ^= 0x5A
+        try log.write(to: URL(fileURLWithPath: cold.store.path + "-wal"))
+        guard let strata = WriterChild.executable?.deletingLastPathComponent().appendingPathComponent("strata") else {
+            throw Failure("strata not found")
+        }
+        func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
+            let process = Process()
+            process.executableURL = strata
+            process.arguments = arguments
+            let output = Pipe(), error = Pipe()
+            process.standardOutput = output
+            process.standardError = error
+            try process.run()
+            let out = output.fileHandleForReading.readDataToEndOfFile()
+            let err = error.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        }
+        let check = try run(["store", "check", cold.store.path])
+        #expect(check.status == 65, "\(check)")
+        #expect(check.output.contains("DAMAGED at frame 1 of"), "\(check.output)")
+        #expect(check.output.contains("commit frames"), "\(check.output)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: cold.store.path + "-wal")) == log, "check changed nothing")
+        // The app's open is refused the same way, the files untouched.
+        #expect(throws: StoreError.self) { try StoreCoordinator(model: TestModels.bookshelf(), url: cold.store) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: cold.store.path + "-wal")) == log)
+
+        let accepted = try run(["store", "check", cold.store.path, "--accept-wal-loss"])
+        #expect(accepted.status == 0, "\(accepted)")
+        #expect(accepted.error.contains("dropped"), "\(accepted.error)")
+        let kept = try FileManager.default.contentsOfDirectory(atPath: cold.directory.url.path).filter { $0.hasPrefix("books.sqlite-wal.damaged-") }
+        #expect(kept.count == 1, "a copy of the damaged log is kept: \(kept)")
+        if let name = kept.first { #expect(try Data(contentsOf: cold.directory.file(name)) == log) }
+        // Now it opens (as recovery left it).
+        let coordinator = try StoreCoordinator(model: TestModels.bookshelf(), url: cold.store)
+        coordinator.close()
+    }
+
+    /// `StoreOptions.acceptsWALLoss`: the app chooses to open anyway; the log is kept first.
+    @Test func acceptsWALLossOpensAndKeepsTheLog() throws {
+        let cold = try Self.coldLog(seed: 11, transactions: 3)
+        var log = try Data(contentsOf: URL(fileURLWithPath: cold.store.path + "-wal"))
+        let pageSize = Self.pageSize(log)
+        log[32 + 24 + pageSize / 3] ^= 0x11
+        try log.write(to: URL(fileURLWithPath: cold.store.path + "-wal"))
+        var damage: WALDamage?
+        do {
+            _ = try StoreCoordinator(model: TestModels.bookshelf(), url: cold.store)
+        } catch StoreError.walDamaged(let found) {
+            damage = found
+        }
+        let found = try #require(damage)
+        #expect(found.brokenFrame == 1 && found.keptTransactions == 0 && found.lostTransactions >= 3, "\(found)")
+        var options = StoreOptions()
+        options.acceptsWALLoss = true
+        let coordinator = try StoreCoordinator(model: TestModels.bookshelf(), url: cold.store, options: options)
+        coordinator.close()
+        let kept = try FileManager.default.contentsOfDirectory(atPath: cold.directory.url.path).filter { $0.hasPrefix("books.sqlite-wal.damaged-") }
+        #expect(kept.count == 1)
+    }
+}
