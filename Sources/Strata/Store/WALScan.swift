@@ -114,24 +114,37 @@ enum WALScanner {
         }
         // Beyond the break: commit frames with the log's salts whose own checksum, started from
         // the checksums the frame before stores, holds.
+        /// Frame `index`'s checksum from `seed`.
+        func sum(of index: Int, from seed: (UInt32, UInt32)) -> (UInt32, UInt32) {
+            let offset = frameOffset(index)
+            let next = checksum(log, from: offset, count: 8, bigEndian: bigEndian, seed: seed)
+            return checksum(log, from: offset + frameHeaderSize, count: pageSize, bigEndian: bigEndian, seed: next)
+        }
+        func stored(_ index: Int) -> (UInt32, UInt32) {
+            index < 0 ? (u32(24), u32(28)) : (u32(frameOffset(index) + 16), u32(frameOffset(index) + 20))
+        }
+        /// Whether frame `index`'s own checksum holds, started from the checksums the frame before
+        /// stores, or from what they should be (the frame before recomputed from the one before
+        /// it: damage to the stored checksums alone must not hide the frames after them).
+        func holds(_ index: Int) -> Bool {
+            let expected = stored(index)
+            if sum(of: index, from: stored(index - 1)) == expected { return true }
+            guard index >= 1 else { return false }
+            return sum(of: index, from: sum(of: index - 1, from: stored(index - 2))) == expected
+        }
         var lost: [Int] = []
         for index in (broken + 1)..<max(frames, broken + 1) where index < frames {
             let offset = frameOffset(index)
             guard u32(offset) != 0, u32(offset + 4) != 0, (u32(offset + 8), u32(offset + 12)) == salts else { continue }
-            let previous = frameOffset(index - 1)
-            let start = (u32(previous + 16), u32(previous + 20))
-            let next = checksum(log, from: offset, count: 8, bigEndian: bigEndian, seed: start)
-            let sum = checksum(log, from: offset + frameHeaderSize, count: pageSize, bigEndian: bigEndian, seed: next)
-            if sum == (u32(offset + 16), u32(offset + 20)) { lost.append(index + 1) }
+            if holds(index) { lost.append(index + 1) }
         }
         // A damaged header: SQLite ignores the whole log. Its first frame's checksum starts from
         // the header's stored checksum, which a flip elsewhere in the header leaves intact.
         if !headerValid {
             let offset = frameOffset(0)
-            if u32(offset) != 0, u32(offset + 4) != 0, (u32(offset + 8), u32(offset + 12)) == salts {
-                let next = checksum(log, from: offset, count: 8, bigEndian: bigEndian, seed: (u32(24), u32(28)))
-                let sum = checksum(log, from: offset + frameHeaderSize, count: pageSize, bigEndian: bigEndian, seed: next)
-                if sum == (u32(offset + 16), u32(offset + 20)) { lost.insert(1, at: 0) }
+            if u32(offset) != 0, u32(offset + 4) != 0, (u32(offset + 8), u32(offset + 12)) == salts,
+               sum(of: 0, from: stored(-1)) == stored(0) || sum(of: 0, from: checksum(log, from: 0, count: 24, bigEndian: bigEndian, seed: (0, 0))) == stored(0) {
+                lost.insert(1, at: 0)
             }
             if lost.isEmpty {
                 // Frames whose salts agree with one another and commit: the header's salts may be the damage.
@@ -139,10 +152,7 @@ enum WALScanner {
                 for index in 1..<max(frames, 1) where index < frames {
                     let offset = frameOffset(index)
                     guard u32(offset) != 0, u32(offset + 4) != 0, (u32(offset + 8), u32(offset + 12)) == firstSalts else { continue }
-                    let previous = frameOffset(index - 1)
-                    let next = checksum(log, from: offset, count: 8, bigEndian: bigEndian, seed: (u32(previous + 16), u32(previous + 20)))
-                    let sum = checksum(log, from: offset + frameHeaderSize, count: pageSize, bigEndian: bigEndian, seed: next)
-                    if sum == (u32(offset + 16), u32(offset + 20)) { lost.append(index + 1) }
+                    if holds(index) { lost.append(index + 1) }
                 }
             }
         }
