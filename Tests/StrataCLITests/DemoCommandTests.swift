@@ -9,18 +9,8 @@ import StrataTestSupport
         Bundle.main.bundleURL.appendingPathComponent("strata")
     }
 
-    func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        let output = Pipe(), error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    func run(_ arguments: [String]) throws -> ChildProcessResult {
+        try runChildProcess(Self.executable, arguments)
     }
 
     @Test func demoCreatesAStoreAndPrintsGoodsGroupedByCategory() throws {

@@ -83,6 +83,12 @@ struct WALDamageTests {
         return acknowledged
     }
 
+    /// The copies of a damaged log kept beside `store`.
+    static func keptLogs(beside store: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: store.deletingLastPathComponent().path)
+            .filter { $0.hasPrefix(store.lastPathComponent + "-wal.damaged-") }
+    }
+
     struct Failure: Error, CustomStringConvertible {
         let description: String
         init(_ description: String) { self.description = description }
@@ -244,19 +250,7 @@ struct WALDamageTests {
         guard let strata = WriterChild.executable?.deletingLastPathComponent().appendingPathComponent("strata") else {
             throw Failure("strata not found")
         }
-        func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-            let process = Process()
-            process.executableURL = strata
-            process.arguments = arguments
-            let output = Pipe(), error = Pipe()
-            process.standardOutput = output
-            process.standardError = error
-            try process.run()
-            let out = output.fileHandleForReading.readDataToEndOfFile()
-            let err = error.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-        }
+        func run(_ arguments: [String]) throws -> ChildProcessResult { try runChildProcess(strata, arguments) }
         let check = try run(["store", "check", cold.store.path])
         #expect(check.status == 65, "\(check)")
         #expect(check.output.contains("DAMAGED at frame 1 of"), "\(check.output)")
@@ -269,7 +263,7 @@ struct WALDamageTests {
         let accepted = try run(["store", "check", cold.store.path, "--accept-wal-loss"])
         #expect(accepted.status == 0, "\(accepted)")
         #expect(accepted.error.contains("dropped"), "\(accepted.error)")
-        let kept = try FileManager.default.contentsOfDirectory(atPath: cold.directory.url.path).filter { $0.hasPrefix("books.sqlite-wal.damaged-") }
+        let kept = try Self.keptLogs(beside: cold.store)
         #expect(kept.count == 1, "a copy of the damaged log is kept: \(kept)")
         if let name = kept.first { #expect(try Data(contentsOf: cold.directory.file(name)) == log) }
         // Now it opens (as recovery left it).
@@ -296,7 +290,6 @@ struct WALDamageTests {
         options.acceptsWALLoss = true
         let coordinator = try StoreCoordinator(model: TestModels.bookshelf(), url: cold.store, options: options)
         coordinator.close()
-        let kept = try FileManager.default.contentsOfDirectory(atPath: cold.directory.url.path).filter { $0.hasPrefix("books.sqlite-wal.damaged-") }
-        #expect(kept.count == 1)
+        #expect(try Self.keptLogs(beside: cold.store).count == 1)
     }
 }
