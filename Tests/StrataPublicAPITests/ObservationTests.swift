@@ -181,6 +181,31 @@ import StrataTestSupport
         #expect(title.value == 0)
     }
 
+    @Test func aMemberJoiningElsewhereFiresTheToMany() throws {
+        let (_, container, dune, emma) = try Self.stocked()
+        let main = container.mainContext
+        let rack = try main.performAndWait { try #require(dune.rack) }
+        let members = Self.track(main) { _ = rack.paperbacks }
+        let label = Self.track(main) { _ = rack.label }
+        let background = container.newBackgroundContext()
+        try background.performAndWait {
+            let object = try background.existingObject(with: emma.objectID, as: Paperback.self)
+            object.rack = try background.existingObject(with: rack.objectID, as: Rack.self)
+            try background.save()
+        }
+        container.waitForPendingMerges()
+        #expect(main.performAndWait { rack.paperbacks.map(\.title).sorted() } == ["Dune", "Emma"])
+        #expect(members.value == 1, "a member joined through a merge")
+        #expect(label.value == 0)
+        // And leaving, through another process's route (a batch request: no objects, no setter).
+        let again = Self.track(main) { _ = rack.paperbacks }
+        try container.coordinator.execute(BatchUpdateRequest(entityName: "Paperback", predicate: try Condition("isbn == %@", "2"),
+                                                              propertiesToUpdate: ["rack": nil]))
+        container.waitForPendingMerges()
+        #expect(main.performAndWait { rack.paperbacks.map(\.title) } == ["Dune"])
+        #expect(again.value == 1, "a member left through a batch request")
+    }
+
     @Test func aContextThatDoesNotObserveGivesNoRegistrar() throws {
         let (_, container, dune, _) = try Self.stocked()
         let reader = container.coordinator.newContext()

@@ -84,6 +84,15 @@ struct RowChanges: Sendable {
 
     var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && toManyTouched.isEmpty }
 
+    /// The entities of the rows inserted, updated or deleted.
+    var changedEntityNames: Set<String> {
+        var names = Set<String>()
+        for (id, _) in inserted { names.insert(id.entityName) }
+        for (id, _) in updated { names.insert(id.entityName) }
+        for id in deleted { names.insert(id.entityName) }
+        return names
+    }
+
     var insertedIDs: Set<ObjectID> { Set(inserted.lazy.map(\.0)) }
     var updatedIDs: Set<ObjectID> { Set(updated.lazy.map(\.0)) }
 

@@ -62,9 +62,16 @@ extension ManagedObjectContext {
         }
         // Kept objects are still here, for this context's lists and its children alike.
         if !kept.isEmpty { rows.deleted.subtract(kept) }
+        var changedEntities: Set<String>?
         for id in rows.toManyTouched {
             guard let object = registered[id] else { continue }
             for index in object.toMany.indices where object.state != .inserted { object.toMany[index].committed = nil }
+            if object.observationBox != nil {
+                // Observers of the relationships whose members' entity the merge changed.
+                if changedEntities == nil { changedEntities = rows.changedEntityNames }
+                let names = object.info.toManys.filter { changedEntities!.contains($0.destination) }.map(\.name)
+                toManyObservationQueue.append((object, names.isEmpty ? object.info.toManys.map(\.name) : names))
+            }
         }
         let detached = detach(from: rows.deleted)
         let ruled = deleted.isEmpty ? ObjectChanges() : applyPendingDeleteRules(to: ownersNamed(by: rows))

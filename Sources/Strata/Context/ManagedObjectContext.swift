@@ -51,6 +51,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// The listener that tells objects' observers of changes no setter made (made with the
     /// first object an `@Entity` property read gave a registrar: `startObservingObjects`).
     var objectObservation: ContextObservation?
+    /// Observed objects whose to-many relationships a merge changed (a member joined or left
+    /// elsewhere), and those relationships' names: told with the merge's objects-did-change.
+    var toManyObservationQueue: [(ManagedObject, [String])] = []
     /// Objects with pending changes under which a merge brought a newer row, while the merge
     /// policy leaves the conflict to the save: the row the changes were made over, which the save
     /// checks against the store (or the parent) instead of the merged one. Emptied with the

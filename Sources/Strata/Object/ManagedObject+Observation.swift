@@ -147,6 +147,15 @@ extension ManagedObjectContext {
 
     private func notifyObservers(of event: ContextEvent) {
         guard case .objectsDidChange(let changes) = event else { return }
+        // To-many relationships whose members a merge changed (their owners are not "updated").
+        if !toManyObservationQueue.isEmpty {
+            let queued = toManyObservationQueue
+            toManyObservationQueue = []
+            for (object, names) in queued where object.state != .invalid {
+                for name in names { object._notifyObservers(of: name, willSet: true) }
+                for name in names { object._notifyObservers(of: name, willSet: false) }
+            }
+        }
         var seen = Set<ObjectIdentifier>()
         func look(at object: ManagedObject) {
             guard object.observationBox != nil, seen.insert(ObjectIdentifier(object)).inserted else { return }
@@ -158,8 +167,14 @@ extension ManagedObjectContext {
         // Rows another connection changed, which ones not known: every observed object of
         // those entities is compared.
         if !changes.entitiesChangedElsewhere.isEmpty {
-            for object in Array(registered.values) where changes.entitiesChangedElsewhere.contains(object.entityName) {
-                look(at: object)
+            for object in Array(registered.values) {
+                if changes.entitiesChangedElsewhere.contains(object.entityName) { look(at: object) }
+                // Members may have joined or left (which ones is not known): observers of those
+                // relationships are told, perhaps for nothing, never left out.
+                guard object.observationBox != nil, object.state != .invalid else { continue }
+                let names = object.info.toManys.filter { changes.entitiesChangedElsewhere.contains($0.destination) }.map(\.name)
+                for name in names { object._notifyObservers(of: name, willSet: true) }
+                for name in names { object._notifyObservers(of: name, willSet: false) }
             }
         }
     }
