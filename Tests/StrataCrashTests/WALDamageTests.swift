@@ -21,8 +21,11 @@ import Testing
 ///   (<doc:CrashGuarantees>), so it is counted apart, and its count is the design's limit;
 /// - `silent-loss`: it opened without a commit the scan could have seen. Must be 0.
 ///
-/// The control: writers killed at random moments in a burst (real torn tails). Every one must
-/// open, with every commit the writer acknowledged. Prints
+/// The controls: writers killed at random moments in a burst (real torn tails; how many died
+/// with frames of an unfinished commit in the log is printed — few, as that window is short), and
+/// the intact log cut at every boundary a kill inside SQLite's write of its last commit can leave
+/// (a frame's header written, then its page). Every one must open, with every commit the writer
+/// acknowledged (the cut ones: every commit before the last). Prints
 /// `wal-flips: flips=N refused=N silent-loss=0 torn-tails-recovered=N …`.
 /// `STRATA_WAL_FLIPS` (default 600), `STRATA_WAL_SEED` (default random, printed).
 @Suite(.serialized)
@@ -212,16 +215,48 @@ struct WALDamageTests {
             }
         }
 
-        // The control: real torn tails, writers killed at random moments in a burst.
-        var recovered = 0
+        // Torn tails as a SIGKILL inside SQLite's write of a commit leaves them (its writes are
+        // sequential: a frame's header, then its page): the intact log cut at each such boundary
+        // within its last transaction. Each must open, with every commit before that one.
+        var cut = 0
         var tornFailures: [String] = []
+        let lastStart = (commits.count >= 2 ? commits[commits.count - 2] + 1 : 0)
+        for frame in lastStart...lastCommit {
+            for boundary in [32 + frame * frameSize + 24, 32 + (frame + 1) * frameSize - (frame == lastCommit ? 1 : 0)] {
+                let scratch = TemporaryDirectory("strata-wal-cut")
+                let store = scratch.file("books.sqlite")
+                try database.write(to: store)
+                try template.prefix(boundary).write(to: URL(fileURLWithPath: store.path + "-wal"))
+                switch try Self.open(store) {
+                case .success(let generation) where generation == expected - 1: cut += 1
+                case .success(let generation): tornFailures.append("a log cut at byte \(boundary) opened at generation \(generation), expected \(expected - 1)")
+                case .failure(let damage): tornFailures.append("a log cut at byte \(boundary) was refused: \(damage)")
+                }
+            }
+        }
+
+        // The control: real torn tails, writers killed at random moments in a burst.
+        var recovered = 0, killedMidCommit = 0
         let tails = environment["STRATA_WAL_TORN_TAILS"].flatMap(Int.init) ?? 20
         for tail in 0..<tails {
             let directory = TemporaryDirectory("strata-wal-torn")
             let store = directory.file("books.sqlite")
             try Self.makeStore(store)
-            let acknowledged = try Self.writeAndKill(store, seed: rng.next(), burst: 12, killAfter: .milliseconds(rng.int(0...40)),
+            let acknowledged = try Self.writeAndKill(store, seed: rng.next(), burst: 40, killAfter: .milliseconds(rng.int(2...80)),
                                                      stderr: directory.file("writer.stderr"))
+            // Killed inside a commit: frames with the log's salts after its last commit frame.
+            if let log = try? Data(contentsOf: URL(fileURLWithPath: store.path + "-wal")), log.count > 32 {
+                let frameSize = 24 + Self.pageSize(log)
+                let salts = log[16..<24]
+                var last = -1, written = 0
+                for index in 0..<((log.count - 32) / frameSize) {
+                    let offset = 32 + index * frameSize
+                    guard log[(offset + 8)..<(offset + 16)] == salts else { break }
+                    written = index + 1
+                    if log[(offset + 4)..<(offset + 8)].contains(where: { $0 != 0 }) { last = index }
+                }
+                if written > last + 1 { killedMidCommit += 1 }
+            }
             switch try Self.open(store) {
             case .success(let generation) where generation >= acknowledged: recovered += 1
             case .success(let generation): tornFailures.append("tail \(tail): generation \(generation) below the acknowledged \(acknowledged)")
@@ -229,7 +264,7 @@ struct WALDamageTests {
             }
         }
         print("wal-flips places: " + places.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-              + " frames=\(frames) commits=\(commits.count)")
+              + " frames=\(frames) commits=\(commits.count) torn-tails-killed-mid-commit=\(killedMidCommit) cut-tails-recovered=\(cut)")
         print("wal-flips: flips=\(flips) refused=\(refused) silent-loss=\(silent.count) torn-tails-recovered=\(recovered) "
               + "intact=\(intact) last-commit-undetectable=\(undetectable)")
         #expect(silent.isEmpty, "\(silent.prefix(5))")
@@ -238,15 +273,21 @@ struct WALDamageTests {
         #expect(refused > flips / 2, "most flips land in committed frames and are refused")
     }
 
+    /// A cold log of at least 3 commits with one byte of its first frame's page flipped (`mask`):
+    /// recovery would stop at frame 1 and drop every commit. The store, and the damaged log.
+    static func damagedColdLog(seed: UInt64, flipping mask: UInt8) throws -> (ColdLog, Data) {
+        let cold = try coldLog(seed: seed, transactions: 3)
+        let url = URL(fileURLWithPath: cold.store.path + "-wal")
+        var log = try Data(contentsOf: url)
+        log[32 + 24 + pageSize(log) / 2] ^= mask
+        try log.write(to: url)
+        return (cold, log)
+    }
+
     /// `strata store check` on a damaged log: exit 65, the frames named, nothing changed; with
     /// `--accept-wal-loss`, the transactions dropped, a copy of the log kept, the store clean.
     @Test func storeCheckReportsADamagedLog() throws {
-        let cold = try Self.coldLog(seed: 7, transactions: 3)
-        var log = try Data(contentsOf: URL(fileURLWithPath: cold.store.path + "-wal"))
-        let pageSize = Self.pageSize(log)
-        // A page body of the first frame: recovery would stop there and drop every commit.
-        log[32 + 24 + pageSize / 2] ^= 0x5A
-        try log.write(to: URL(fileURLWithPath: cold.store.path + "-wal"))
+        let (cold, log) = try Self.damagedColdLog(seed: 7, flipping: 0x5A)
         guard let strata = WriterChild.executable?.deletingLastPathComponent().appendingPathComponent("strata") else {
             throw Failure("strata not found")
         }
@@ -273,11 +314,7 @@ struct WALDamageTests {
 
     /// `StoreOptions.acceptsWALLoss`: the app chooses to open anyway; the log is kept first.
     @Test func acceptsWALLossOpensAndKeepsTheLog() throws {
-        let cold = try Self.coldLog(seed: 11, transactions: 3)
-        var log = try Data(contentsOf: URL(fileURLWithPath: cold.store.path + "-wal"))
-        let pageSize = Self.pageSize(log)
-        log[32 + 24 + pageSize / 3] ^= 0x11
-        try log.write(to: URL(fileURLWithPath: cold.store.path + "-wal"))
+        let (cold, _) = try Self.damagedColdLog(seed: 11, flipping: 0x11)
         var damage: WALDamage?
         do {
             _ = try StoreCoordinator(model: TestModels.bookshelf(), url: cold.store)
