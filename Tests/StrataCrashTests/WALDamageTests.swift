@@ -107,27 +107,31 @@ struct WALDamageTests {
             let acknowledged = try writeAndKill(store, seed: seed &+ UInt64(attempt), burst: 8, killAfter: nil,
                                                 stderr: directory.file("writer.stderr"))
             let log = try Data(contentsOf: URL(fileURLWithPath: store.path + "-wal"))
-            if try commitFrames(log).count >= transactions { return ColdLog(directory: directory, store: store, acknowledged: acknowledged) }
+            if commitFrames(log).count >= transactions { return ColdLog(directory: directory, store: store, acknowledged: acknowledged) }
         }
         throw Failure("no cold log with \(transactions) committed transactions in 10 tries")
     }
 
-    /// The commit frames (0-based) recovery keeps in an intact log.
-    static func commitFrames(_ log: Data) throws -> [Int] {
-        guard log.count > 32 else { return [] }
+    /// The frames (0-based) with the log header's salts, from the start: how many were
+    /// written, and which are commit frames. An oracle of its own (not the scanner under test).
+    static func frames(_ log: Data) -> (written: Int, commits: [Int]) {
+        guard log.count > 32 else { return (0, []) }
         let frameSize = 24 + pageSize(log)
-        var frames: [Int] = []
+        var written = 0
+        var commits: [Int] = []
         let salts = log[16..<24]
         for index in 0..<((log.count - 32) / frameSize) {
             let offset = 32 + index * frameSize
             guard log[(offset + 8)..<(offset + 16)] == salts else { break }
-            let commit = log[(offset + 4)..<(offset + 8)].reduce(0) { $0 << 8 | Int($1) }
-            if commit != 0 { frames.append(index) }
+            written = index + 1
+            if log[(offset + 4)..<(offset + 8)].contains(where: { $0 != 0 }) { commits.append(index) }
         }
-        return frames
+        return (written, commits)
     }
 
-    /// Opens `store` as an app would; the generation it reads, or the damage it refused.
+    /// The commit frames (0-based) recovery keeps in an intact log.
+    static func commitFrames(_ log: Data) -> [Int] { frames(log).commits }
+
     enum Opened {
         case success(Int64)
         case failure(WALDamage)
@@ -159,7 +163,7 @@ struct WALDamageTests {
         let cold = try Self.coldLog(seed: rng.next(), transactions: 4)
         let template = try Data(contentsOf: URL(fileURLWithPath: cold.store.path + "-wal"))
         let database = try Data(contentsOf: cold.store)
-        let commits = try Self.commitFrames(template)
+        let commits = Self.commitFrames(template)
         let frameSize = 24 + Self.pageSize(template)
         let frames = (template.count - 32) / frameSize
         // The unflipped log, recovered: every acknowledged commit is there.
@@ -245,18 +249,9 @@ struct WALDamageTests {
             let acknowledged = try Self.writeAndKill(store, seed: rng.next(), burst: 40, killAfter: .milliseconds(rng.int(2...80)),
                                                      stderr: directory.file("writer.stderr"))
             // Killed inside a commit: frames with the log's salts after its last commit frame.
-            if let log = try? Data(contentsOf: URL(fileURLWithPath: store.path + "-wal")), log.count > 32 {
-                let frameSize = 24 + Self.pageSize(log)
-                let salts = log[16..<24]
-                var last = -1, written = 0
-                for index in 0..<((log.count - 32) / frameSize) {
-                    let offset = 32 + index * frameSize
-                    guard log[(offset + 8)..<(offset + 16)] == salts else { break }
-                    written = index + 1
-                    if log[(offset + 4)..<(offset + 8)].contains(where: { $0 != 0 }) { last = index }
-                }
-                if written > last + 1 { killedMidCommit += 1 }
-            }
+            let log = FileManager.default.contents(atPath: store.path + "-wal") ?? Data()
+            let (written, commits) = Self.frames(log)
+            if written > (commits.last ?? -1) + 1 { killedMidCommit += 1 }
             switch try Self.open(store) {
             case .success(let generation) where generation >= acknowledged: recovered += 1
             case .success(let generation): tornFailures.append("tail \(tail): generation \(generation) below the acknowledged \(acknowledged)")

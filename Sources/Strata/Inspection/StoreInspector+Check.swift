@@ -48,10 +48,6 @@ extension StoreInspector {
         var report = StoreCheckReport(path: path.description, checksummed: false, pageSize: 0, pages: 0, badPages: [],
                                       badPageCount: 0, integrity: [], invariants: [])
         scanPages(into: &report)
-        if !OpenStores.contains(path.description), let damage = try? WALScanner.damageBeforeRecovery(path.description) {
-            report.walDamage = damage
-            return report
-        }
         do {
             let findings = try read { db -> [String] in
                 var lines: [String] = []
@@ -59,6 +55,10 @@ extension StoreInspector {
                 return lines == ["ok"] ? [] : lines
             }
             report.integrity = findings
+        } catch .walDamaged(let damage) {
+            // Not opened: reading would have let recovery drop the damaged transactions.
+            report.walDamage = damage
+            return report
         } catch {
             guard !Self.isAccessProblem(error, into: &report) else { return report }
             report.integrity = ["integrity_check could not finish: \(error)"]

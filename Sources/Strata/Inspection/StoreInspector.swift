@@ -113,8 +113,7 @@ public struct StoreInspector: Sendable {
         let shown = path.description
         guard !OpenStores.contains(shown) else { return nil }
         do {
-            guard let damage = try WALScanner.damageBeforeRecovery(shown) else { return nil }
-            try WALScanner.checkBeforeOpening(shown, accepts: true)
+            guard let damage = try WALScanner.checkBeforeOpening(shown, accepts: true) else { return nil }
             // Recovery: one connection that reads, then closes (the log is now SQLite's again).
             var configuration = Connection.Configuration()
             configuration.createIfMissing = false

@@ -114,6 +114,11 @@ extension ManagedObject {
             names.append(toOnes[index].name)
         }
         box.seen = now
+        notifyObservers(of: names)
+    }
+
+    /// Tells the observers of `names`: every `willSet`, then every `didSet`.
+    func notifyObservers(of names: [String]) {
         for name in names { _notifyObservers(of: name, willSet: true) }
         for name in names { _notifyObservers(of: name, willSet: false) }
     }
@@ -151,10 +156,7 @@ extension ManagedObjectContext {
         if !toManyObservationQueue.isEmpty {
             let queued = toManyObservationQueue
             toManyObservationQueue = []
-            for (object, names) in queued where object.state != .invalid {
-                for name in names { object._notifyObservers(of: name, willSet: true) }
-                for name in names { object._notifyObservers(of: name, willSet: false) }
-            }
+            for (object, names) in queued where object.state != .invalid { object.notifyObservers(of: names) }
         }
         var seen = Set<ObjectIdentifier>()
         func look(at object: ManagedObject) {
@@ -172,9 +174,7 @@ extension ManagedObjectContext {
                 // Members may have joined or left (which ones is not known): observers of those
                 // relationships are told, perhaps for nothing, never left out.
                 guard object.observationBox != nil, object.state != .invalid else { continue }
-                let names = object.info.toManys.filter { changes.entitiesChangedElsewhere.contains($0.destination) }.map(\.name)
-                for name in names { object._notifyObservers(of: name, willSet: true) }
-                for name in names { object._notifyObservers(of: name, willSet: false) }
+                object.notifyObservers(of: object.info.toManys.filter { changes.entitiesChangedElsewhere.contains($0.destination) }.map(\.name))
             }
         }
     }

@@ -52,9 +52,9 @@ public final class StoreCoordinator: @unchecked Sendable {
 
     private let lock = NSLock()
     private let connection: Connection
-    /// Whether this coordinator counts in ``OpenStores`` (guarded by `lock`): from a successful
-    /// opening of a file store to ``close()``.
-    private var countsAsOpen = false
+    /// This coordinator's count in ``OpenStores`` (a file store), left at ``close()`` or when the
+    /// coordinator is released, or its init threw.
+    private let registration: OpenStores.Registration?
     /// The read-only connections every read takes (a WAL store on a file; `nil` for an
     /// in-memory store or another journal mode, whose reads share the writer connection).
     let readers: ReaderPool?
@@ -117,21 +117,13 @@ public final class StoreCoordinator: @unchecked Sendable {
         historyOptions = options.history
         // A `-wal` left by a process that did not close the store is scanned before SQLite's
         // recovery reads it: damage that recovery would take for a torn tail is refused.
-        if FileSystemPath(path).fileSize != nil {
-            try OpenStores.enter(path) { try WALScanner.checkBeforeOpening(path, accepts: options.acceptsWALLoss) }
-        } else {
-            try OpenStores.enter(path) {}
-        }
-        var entered = true
-        defer { if entered { OpenStores.leave(path) } }
+        registration = try OpenStores.enter(path) { try WALScanner.checkBeforeOpening(path, accepts: options.acceptsWALLoss) }
         if options.readOnly {
             (connection, uuid) = try StoreCoordinator.openReadOnly(path: path, model: model, options: options, configuration: configuration)
             refreshModelJSON = false
             readers = ReaderPool(path: path, configuration: connection.configuration)
             try noteStoreState()
             startFollowing()
-            entered = false
-            countsAsOpen = true
             return
         }
         // An existing file is opened once, and checked (perhaps migrated) on the connection kept:
@@ -161,8 +153,6 @@ public final class StoreCoordinator: @unchecked Sendable {
         readers = options.journalMode == .wal ? ReaderPool(path: path, configuration: connection.configuration) : nil
         try noteStoreState()
         startFollowing()
-        entered = false
-        countsAsOpen = true
     }
 
     /// Opens a private in-memory store (for tests and scratch work).
@@ -175,6 +165,7 @@ public final class StoreCoordinator: @unchecked Sendable {
         uuid = UUID()
         refreshModelJSON = false
         readers = nil
+        registration = nil
         var configuration = Connection.Configuration()
         configuration.publicStatementArguments = options.publicStatementArguments
         do {
@@ -280,23 +271,13 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// Closes the connection, after waiting for the section cache writes queued so far. Using the
     /// coordinator afterwards is a programmer error. (A coordinator that is released, or a
     /// process that exits normally, also waits for them: closing is not needed to keep a cache.)
-    deinit {
-        // A coordinator released without `close()`: its connections close as they are released;
-        // the store no longer counts as open in this process.
-        if countsAsOpen, let path = url?.path { OpenStores.leave(path) }
-    }
-
     public func close() {
         // A catch-up under way finishes first; none starts after.
         external.stop()
         caches.close()
         readers?.close()
-        let wasCounted = lock.withLock {
-            connection.close()
-            defer { countsAsOpen = false }
-            return countsAsOpen
-        }
-        if wasCounted, let path = url?.path { OpenStores.leave(path) }
+        lock.withLock { connection.close() }
+        registration?.leave()
     }
 
     /// Rebuilds the database file (`VACUUM`). Object IDs are primary keys declared

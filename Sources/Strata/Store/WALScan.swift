@@ -53,20 +53,21 @@ enum WALScanner {
     static func scan(databasePath: String) throws -> WALDamage? {
         let walPath = databasePath + "-wal"
         guard let handle = FileHandle(forReadingAtPath: walPath) else { return nil }
-        defer { try? handle.close() }
+        defer { try? handle.close() }   // a read-only handle: closing loses nothing
         let bytes = try handle.readToEnd() ?? Data()
         guard bytes.count > headerSize else { return nil }
-        let fallbackPageSize = databasePageSize(databasePath)
+        let fallbackPageSize = try databasePageSize(databasePath)
         return bytes.withUnsafeBytes { raw in
             scan(raw.bindMemory(to: UInt8.self), path: walPath, databasePageSize: fallbackPageSize)
         }
     }
 
     /// The page size in the database file's header (bytes 16–17; 1 means 65,536).
-    static func databasePageSize(_ path: String) -> Int? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        guard let header = try? handle.read(upToCount: 100), header.count >= 18 else { return nil }
+    /// `nil` when the file is shorter than a header; an error when it cannot be read.
+    static func databasePageSize(_ path: String) throws -> Int? {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? handle.close() }   // a read-only handle: closing loses nothing
+        guard let header = try handle.read(upToCount: 100), header.count >= 18 else { return nil }
         let value = Int(header[header.startIndex + 16]) << 8 | Int(header[header.startIndex + 17])
         return value == 1 ? 65_536 : value
     }
@@ -85,43 +86,44 @@ enum WALScanner {
         let bigEndian = magicValid ? magic & 1 == 1 : false
         let headerPageSize = Int(u32(8))
         let salts = (u32(16), u32(20))
-        var seed = checksum(log, from: 0, count: 24, bigEndian: bigEndian, seed: (0, 0))
         let headerValid = magicValid && u32(4) == 3_007_000 && validPageSize(headerPageSize)
-            && seed == (u32(24), u32(28))
-        let pageSize = validPageSize(headerPageSize) ? headerPageSize : (databasePageSize ?? 4096)
+            && checksum(log, from: 0, count: 24, bigEndian: bigEndian, seed: (0, 0)) == (u32(24), u32(28))
+        // A damaged header's page size may be the damage (a flip can make another valid size):
+        // the database file's then, which is the log's.
+        let pageSize = headerValid ? headerPageSize
+            : databasePageSize.flatMap { validPageSize($0) ? $0 : nil } ?? (validPageSize(headerPageSize) ? headerPageSize : 4096)
         let frameSize = frameHeaderSize + pageSize
         let frames = (log.count - headerSize) / frameSize
         guard frames > 0 else { return nil }
         func frameOffset(_ index: Int) -> Int { headerSize + index * frameSize }
-        // Recovery's pass: frames accepted while salts and the cumulative checksum hold.
-        var kept = 0
-        var broken = 0
-        if headerValid {
-            broken = frames
-            for index in 0..<frames {
-                let offset = frameOffset(index)
-                let ok = u32(offset) != 0 && (u32(offset + 8), u32(offset + 12)) == salts
-                let next = checksum(log, from: offset, count: 8, bigEndian: bigEndian, seed: seed)
-                let sum = checksum(log, from: offset + frameHeaderSize, count: pageSize, bigEndian: bigEndian, seed: next)
-                guard ok, sum == (u32(offset + 16), u32(offset + 20)) else {
-                    broken = index
-                    break
-                }
-                seed = sum
-                if u32(offset + 4) != 0 { kept += 1 }
-            }
-            guard broken < frames else { return nil }
-        }
-        // Beyond the break: commit frames with the log's salts whose own checksum, started from
-        // the checksums the frame before stores, holds.
+        func saltsOf(_ index: Int) -> (UInt32, UInt32) { (u32(frameOffset(index) + 8), u32(frameOffset(index) + 12)) }
         /// Frame `index`'s checksum from `seed`.
         func sum(of index: Int, from seed: (UInt32, UInt32)) -> (UInt32, UInt32) {
             let offset = frameOffset(index)
             let next = checksum(log, from: offset, count: 8, bigEndian: bigEndian, seed: seed)
             return checksum(log, from: offset + frameHeaderSize, count: pageSize, bigEndian: bigEndian, seed: next)
         }
+        /// The checksums frame `index` stores (-1: the log header's).
         func stored(_ index: Int) -> (UInt32, UInt32) {
             index < 0 ? (u32(24), u32(28)) : (u32(frameOffset(index) + 16), u32(frameOffset(index) + 20))
+        }
+        // Recovery's pass: frames accepted while salts and the cumulative checksum hold. A
+        // damaged header: SQLite ignores the whole log.
+        var kept = 0
+        var broken = 0
+        if headerValid {
+            var seed = stored(-1)
+            broken = frames
+            for index in 0..<frames {
+                let next = sum(of: index, from: seed)
+                guard u32(frameOffset(index)) != 0, saltsOf(index) == salts, next == stored(index) else {
+                    broken = index
+                    break
+                }
+                seed = next
+                if u32(frameOffset(index) + 4) != 0 { kept += 1 }
+            }
+            guard broken < frames else { return nil }
         }
         /// Whether frame `index`'s own checksum holds, started from the checksums the frame before
         /// stores, or from what they should be (the frame before recomputed from the one before
@@ -129,32 +131,18 @@ enum WALScanner {
         func holds(_ index: Int) -> Bool {
             let expected = stored(index)
             if sum(of: index, from: stored(index - 1)) == expected { return true }
-            guard index >= 1 else { return false }
-            return sum(of: index, from: sum(of: index - 1, from: stored(index - 2))) == expected
+            let shouldBe = index == 0 ? checksum(log, from: 0, count: 24, bigEndian: bigEndian, seed: (0, 0))
+                : sum(of: index - 1, from: stored(index - 2))
+            return sum(of: index, from: shouldBe) == expected
         }
+        // Beyond the break: commit frames with the log's salts (the first frame's, when the
+        // header's may be the damage) whose own checksum holds. Frame 1 counts only after a
+        // damaged header (with a valid one, recovery accepted it or it is the break).
+        let logSalts = headerValid || saltsOf(0) == salts ? salts : saltsOf(0)
         var lost: [Int] = []
-        for index in (broken + 1)..<max(frames, broken + 1) where index < frames {
-            let offset = frameOffset(index)
-            guard u32(offset) != 0, u32(offset + 4) != 0, (u32(offset + 8), u32(offset + 12)) == salts else { continue }
+        for index in (headerValid ? broken + 1 : 0)..<frames {
+            guard u32(frameOffset(index)) != 0, u32(frameOffset(index) + 4) != 0, saltsOf(index) == logSalts else { continue }
             if holds(index) { lost.append(index + 1) }
-        }
-        // A damaged header: SQLite ignores the whole log. Its first frame's checksum starts from
-        // the header's stored checksum, which a flip elsewhere in the header leaves intact.
-        if !headerValid {
-            let offset = frameOffset(0)
-            if u32(offset) != 0, u32(offset + 4) != 0, (u32(offset + 8), u32(offset + 12)) == salts,
-               sum(of: 0, from: stored(-1)) == stored(0) || sum(of: 0, from: checksum(log, from: 0, count: 24, bigEndian: bigEndian, seed: (0, 0))) == stored(0) {
-                lost.insert(1, at: 0)
-            }
-            if lost.isEmpty {
-                // Frames whose salts agree with one another and commit: the header's salts may be the damage.
-                let firstSalts = (u32(frameOffset(0) + 8), u32(frameOffset(0) + 12))
-                for index in 1..<max(frames, 1) where index < frames {
-                    let offset = frameOffset(index)
-                    guard u32(offset) != 0, u32(offset + 4) != 0, (u32(offset + 8), u32(offset + 12)) == firstSalts else { continue }
-                    if holds(index) { lost.append(index + 1) }
-                }
-            }
         }
         guard !lost.isEmpty else { return nil }
         return WALDamage(path: path, brokenFrame: headerValid ? broken + 1 : 0, frames: frames, keptTransactions: kept,
@@ -194,24 +182,36 @@ enum OpenStores {
         URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
     }
 
+    /// One opening of a store counted by ``enter(_:check:)``, until ``leave()`` or its release
+    /// (a coordinator whose init threw, or that was released without `close()`).
+    final class Registration: Sendable {
+        let path: String
+        private let left = Locked(false)
+
+        fileprivate init(path: String) { self.path = path }
+
+        func leave() {
+            guard left.withLock({ left in defer { left = true }; return !left }) else { return }
+            counts.withLock { counts in
+                guard let count = counts[path] else { return }
+                counts[path] = count > 1 ? count - 1 : nil
+            }
+        }
+
+        deinit { leave() }
+    }
+
     /// Counts an opening of `path`; the first (none open in this process) runs `check` first,
     /// under the registry's lock, so that no other opening in this process starts its connections
     /// meanwhile (the check opens and closes a descriptor of the `-shm`, and closing any descriptor
     /// of a file drops the process's POSIX locks on it). A `check` that throws counts nothing.
-    static func enter(_ path: String, check: () throws -> Void) throws {
+    static func enter(_ path: String, check: () throws -> Void) throws -> Registration {
         let key = key(path)
         try counts.withLock { counts in
             if counts[key, default: 0] == 0 { try check() }
             counts[key, default: 0] += 1
         }
-    }
-
-    static func leave(_ path: String) {
-        let key = key(path)
-        counts.withLock { counts in
-            guard let count = counts[key] else { return }
-            counts[key] = count > 1 ? count - 1 : nil
-        }
+        return Registration(path: key)
     }
 
     /// Whether this process has `path` open through a coordinator.
@@ -248,11 +248,14 @@ extension WALScanner {
     /// Before a coordinator's first opening of `databasePath` in this process: refuses a damaged
     /// log (``StoreError/walDamaged(_:)``), or, when `accepts`, keeps a copy of it beside the store
     /// and lets recovery drop what the damage describes.
-    static func checkBeforeOpening(_ databasePath: String, accepts: Bool) throws {
-        guard let damage = try damageBeforeRecovery(databasePath) else { return }
+    @discardableResult
+    static func checkBeforeOpening(_ databasePath: String, accepts: Bool) throws -> WALDamage? {
+        guard let damage = try damageBeforeRecovery(databasePath) else { return nil }
         guard accepts else { throw StoreError.walDamaged(damage) }
         let kept = databasePath + "-wal.damaged-\(Int(Date().timeIntervalSince1970))"
-        try? FileManager.default.removeItem(atPath: kept)
+        // A copy kept in the same second by an earlier opening: replaced (copyItem refuses to).
+        if FileManager.default.fileExists(atPath: kept) { try FileManager.default.removeItem(atPath: kept) }
         try FileManager.default.copyItem(atPath: damage.path, toPath: kept)
+        return damage
     }
 }
