@@ -108,6 +108,34 @@ public final class Statement {
         }
     }
 
+    /// Binds UTF-8 `bytes` at `index` without SQLite's copy (SQLITE_STATIC). The caller keeps
+    /// the bytes alive and unchanged until the statement's next step is done, and binds the
+    /// parameter again before any later step (an import binds every parameter of its
+    /// statements for every row, so no step reads bytes of a row before).
+    @inlinable
+    public func bindBorrowed(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32) throws {
+        let code: Int32
+        if let base = bytes.baseAddress, bytes.count > 0 {
+            code = base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                sqlite3_bind_text(handle, index, $0, Int32(bytes.count), nil)   // nil: SQLITE_STATIC
+            }
+        } else {
+            // A nil pointer would bind NULL: an empty string stays an empty string.
+            code = sqlite3_bind_text(handle, index, "", 0, nil)
+        }
+        if code != SQLITE_OK { try fail(code) }
+    }
+
+    /// Whether column `index` of the current row is text equal to `bytes`.
+    @inlinable
+    public func textEquals(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32) -> Bool {
+        guard sqlite3_column_type(handle, index) == SQLITE_TEXT else { return false }
+        let count = Int(sqlite3_column_bytes(handle, index))
+        guard count == bytes.count else { return false }
+        guard count > 0, let stored = sqlite3_column_text(handle, index), let base = bytes.baseAddress else { return true }
+        return memcmp(stored, base, count) == 0
+    }
+
     public func bind(_ value: Data, at index: Int32) throws {
         // A nil pointer would bind NULL: empty data is a zero-length blob.
         guard !value.isEmpty else { return try check(sqlite3_bind_zeroblob(handle, index, 0)) }

@@ -33,16 +33,6 @@ public struct BatchInsertRequest<Result: ManagedObject> {
     /// without unique keys.
     public var onConflict: BatchConflictResolution
     let fill: (Int, inout BatchRow<Result>) throws -> Void
-    /// Set by a library import: rows that break the model are skipped and listed in the result
-    /// (``BatchResult/rejected``) instead of failing the request.
-    var skipsInvalidRows = false
-    /// Run inside the request's transaction when it writes, before the commit is stamped, with
-    /// the rows skipped as invalid (a library import's checkpoint, committed with its batch).
-    var beforeCommit: ((Connection, [(index: Int, failures: [ValidationFailure])]) throws -> Void)?
-    /// The properties rows are matched by instead of the entity's unique keys (a library
-    /// import's `--key`).
-    var matchKey: [String]?
-
     /// `count` rows, each filled by `fill(index, &row)`; a property left unset takes its default.
     public init(entityName: String, count: Int, onConflict: BatchConflictResolution = .fail,
                 fill: @escaping (Int, inout BatchRow<Result>) throws -> Void) {
@@ -213,7 +203,6 @@ public struct BatchResult: Sendable, Equatable {
     /// updated, and the rows that changed nothing (equal to the stored row, or ignored).
     public var inserted = 0, updated = 0, unchanged = 0
     /// Rows skipped because they break the model (a library import's), by the request's index.
-    var rejected: [(index: Int, failures: [ValidationFailure])] = []
 
     init(entityName: String, objectIDs: [ObjectID], generation: Int64?, touchedEntities: Set<String>) {
         self.entityName = entityName

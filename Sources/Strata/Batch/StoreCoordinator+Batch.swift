@@ -20,7 +20,7 @@ extension StoreCoordinator {
         let count = Int64(request.count)
         guard count > 0 else { return BatchResult(entityName: info.name, objectIDs: [], generation: nil, touchedEntities: []) }
         // Unique keys, or an import's rejects and checkpoint: row by row (StoreCoordinator+Upsert.swift).
-        if !info.uniqueKeys.isEmpty || request.skipsInvalidRows || request.beforeCommit != nil || request.matchKey != nil {
+        if !info.uniqueKeys.isEmpty {
             return try upsert(request, info: info)
         }
         let touched: Set<String> = [info.name]

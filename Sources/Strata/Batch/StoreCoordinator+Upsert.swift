@@ -1,17 +1,15 @@
 internal import Foundation
 internal import StrataSQLite
 
-// A batch insert of an entity with unique keys (an upsert), or a library import's batch: row by
-// row, each read back whole from an echo of its bindings, then inserted, written over the stored
-// row that holds its key, or left alone. One transaction; no commit when no row changed.
+// A batch insert of an entity with unique keys (an upsert): row by row, each read back whole from
+// an echo of its bindings, then inserted, written over the stored row that holds its key, or left
+// alone. One transaction; no commit when no row changed. (A library import has its own writer,
+// `ImportWriter`, which binds from the file's bytes.)
 extension StoreCoordinator {
     func upsert<Result>(_ request: BatchInsertRequest<Result>, info: EntityInfo) throws -> BatchResult {
         let count = Int64(request.count)
         let touched: Set<String> = [info.name]
-        // The key rows are matched by first (an import's), then the entity's other unique keys.
-        var keys = request.matchKey.map { [$0] } ?? []
-        for key in info.uniqueKeys where !keys.contains(key) { keys.append(key) }
-        let uniqueSlots: [(names: [String], slots: [Slot])] = keys.map { key in
+        let uniqueSlots: [(names: [String], slots: [Slot])] = info.uniqueKeys.map { key in
             (key, key.compactMap { info.slot($0) })
         }
         let outcome: (BatchResult, committed: Bool) = try withConnection { db in
@@ -40,7 +38,7 @@ extension StoreCoordinator {
                     var rowFailures: [ValidationFailure] = []
                     try row.base.complete(key: key, into: &rowFailures)
                     if !rowFailures.isEmpty {
-                        if request.skipsInvalidRows { result.rejected.append((index, rowFailures)) } else { failures += rowFailures }
+                        failures += rowFailures
                         continue
                     }
                     guard failures.isEmpty else { continue }
@@ -48,7 +46,6 @@ extension StoreCoordinator {
                     // The stored rows that hold one of its keys (a key with a nil part holds none).
                     var holders: [Int64] = []
                     var holderRow: RowSnapshot?
-                    var matchedFirst = false
                     // The first key found held, and its values: made text only for an error or a
                     // reject (each row of an import over a full store has one; their text was
                     // 6% of that import's time).
@@ -63,7 +60,6 @@ extension StoreCoordinator {
                             let holder = lookup.int64(at: 0)
                             if holderRow == nil, request.onConflict == .update { holderRow = RowSnapshot(statement: lookup, info: info) }
                             if !holders.contains(holder) { holders.append(holder) }
-                            if k == 0 { matchedFirst = true }
                             if conflict == nil { conflict = (k, values) }
                         }
                     }
@@ -74,18 +70,7 @@ extension StoreCoordinator {
                         for t in info.toOnes.indices { if let d = new.toOnes[t] { destinations[t].insert(d) } }
                         continue
                     }
-                    // Matched by a given key (an import's `--key`), a row that key finds no row
-                    // for but another key does can't become that row: it would change its key.
-                    let strayed = request.matchKey != nil && !matchedFirst
-                    if holders.count > 1 || strayed, request.skipsInvalidRows, let conflict {
-                        // Its keys name two rows: no row it can become (an import's reject).
-                        result.rejected.append((index, [ValidationFailure(objectID: ObjectID(entity: info.internedName, primaryKey: holders.last!),
-                            key: uniqueSlots[conflict.key].names.joined(separator: ","), rule: .unique,
-                            message: holders.count > 1 ? "its keys are held by two rows (\(holders.map(String.init).joined(separator: " and ")))"
-                                : "another row holds it")]))
-                        continue
-                    }
-                    guard holders.count == 1, !strayed, request.onConflict != .fail, conflict != nil else {
+                    guard holders.count == 1, request.onConflict != .fail, conflict != nil else {
                         let shown = conflict ?? (0, [])
                         throw BatchError.uniqueKeyConflict(entity: info.name, key: uniqueSlots[shown.key].names,
                                                            values: shown.values.map { $0.map(\.plainText) ?? "nil" })
@@ -131,7 +116,6 @@ extension StoreCoordinator {
                 if !insertedKeys.isEmpty {
                     try db.cachedStatement("UPDATE strata_entity SET next_pk = ? WHERE name = ?").execute(.integer(first + count), .text(info.name))
                 }
-                try request.beforeCommit?(db, result.rejected)
                 KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
                 // The inserts first: a row inserted by this request and then written over by a
                 // later row of it reads, in the history, as inserted, then updated.

@@ -16,6 +16,8 @@ struct ImportJob {
         let target: Target
         /// The property's name (what a validation failure names).
         let property: String
+        /// The type its values are parsed as (a to-one's: its destination attribute's).
+        let type: AttributeType
     }
 
     let coordinator: StoreCoordinator
@@ -27,6 +29,10 @@ struct ImportJob {
     let identity: String
     let path: String
     private let dates: DateParser
+    /// `--null`'s bytes (a CSV field equal to them is no value).
+    private let nullBytes: [UInt8]?
+    /// JSON Lines: the line just read (a rejected row's text).
+    private var lastJSONLine: String?
     /// Each to-one's destinations by value, read once each.
     private var destinations: [Int: [AttributeValue: Int64]] = [:]
 
@@ -55,6 +61,7 @@ struct ImportJob {
         path = url.standardizedFileURL.path
         identity = try ImportJob.identity(of: url)
         dates = DateParser(format: options.dateFormat)
+        nullBytes = options.nullText.map { Array($0.utf8) }
     }
 
     /// Size, modification time and a digest of the first 64 KiB: a file changed since the last
@@ -79,10 +86,6 @@ struct ImportJob {
         var complete: Bool
     }
 
-    /// A parsed row: its values by the run's column (``active``'s index; `.none`: the row does
-    /// not give that column, `.some(nil)`: no value).
-    typealias Row = (line: Int, values: [AttributeValue??], raw: [String?])
-
     mutating func run(progress: ((ImportProgress) -> Void)?) throws -> ImportSummary {
         var summary = ImportSummary()
         let total = ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
@@ -92,13 +95,16 @@ struct ImportJob {
             return summary
         }
         // The header first (CSV), then on from the checkpoint, or from the first record.
-        var columns: [Column?]? = nil
         var position = Checkpoint(identity: identity, offset: 0, line: 1, rejectsOffset: 0, complete: false)
+        var rows = RowPlan()
         if format == .csv {
             var reader = try RecordReader(url: url, format: .csv)
             defer { reader.close() }
             guard let first = try reader.next() else { return summary }
-            columns = try plan(first.fields.map { $0 ?? "" }, ignored: &summary.ignoredColumns)
+            for column in try plan(first.fields.map { $0 ?? "" }, ignored: &summary.ignoredColumns) {
+                rows.fieldColumn.append(column.map { _ in rows.active.count })
+                if let column { rows.active.append(column) }
+            }
             position.offset = first.end
             position.line = reader.line
         }
@@ -110,110 +116,153 @@ struct ImportJob {
         var rejects = try RejectsFile(url: options.rejects, keepingBytes: summary.resumed ? position.rejectsOffset : 0)
         var reader = try RecordReader(url: url, format: format, offset: position.offset, line: position.line)
         defer { reader.close() }
-        // The columns rows give values for, in one array (a row's values are by index: no column
-        // copied per value). CSV: the header's, fixed; JSON Lines: each member as first met.
-        var active: [Column] = []
-        var fieldColumn: [Int?] = []
-        if let columns {
-            for column in columns {
-                fieldColumn.append(column.map { _ in active.count })
-                if let column { active.append(column) }
-            }
-        }
-        var jsonColumns: [String: Int] = [:]
         while true {
-            // One batch of parsed rows.
-            var rows: [Row] = []
-            var batchRejects: [(ImportRejection, [String?])] = []
-            var end = position.offset
-            while rows.count + batchRejects.count < options.batchSize, let record = try reader.next() {
-                end = record.end
-                do {
-                    let values: [AttributeValue??]
-                    if columns != nil {
-                        values = try parseCSV(record, fieldColumn, active)
-                    } else {
-                        values = try parseJSON(record, &active, &jsonColumns, ignored: &summary.ignoredColumns)
-                    }
-                    rows.append((record.line, values, record.fields))
-                } catch let rejection as ImportRejection {
-                    if options.strict { throw rejection }
-                    batchRejects.append((rejection, record.fields))
-                }
-            }
-            if rows.isEmpty && batchRejects.isEmpty { break }
-            try resolveDestinations(&rows, active, &batchRejects)
-            let read = rows.count + batchRejects.count
-            let batchRows = rows
-            let batchColumns = active
-            var request = BatchInsertRequest<ManagedObject>(entityName: info.name, count: rows.count, onConflict: .update) { index, row in
-                let values = batchRows[index].values
-                for position in values.indices {
-                    guard case .some(let value) = values[position] else { continue }
-                    let column = batchColumns[position]
-                    switch column.target {
-                    case .attribute(let slot):
-                        try row.base.setAttribute(value, type: row.info.attributeTypes[slot], forKey: column.property, original: value)
-                    case .toOne(let slot, _, _):
-                        let destination = value.flatMap { if case .int64(let key) = $0 { key } else { nil } }
-                        try row.set(destination.map { ObjectID(entity: row.info.toOneDestinationNames[slot], primaryKey: $0) }, forKey: column.property)
-                    }
-                }
-            }
-            request.matchKey = key
-            // Rows that break the model are rejects (under strict, the checkpoint closure throws).
-            request.skipsInvalidRows = true
-            let next = Checkpoint(identity: identity, offset: end, line: reader.line, rejectsOffset: 0, complete: try reader.peekAtEnd())
-            // The batch's rejects are written with its checkpoint, inside its transaction (a
-            // kill before the commit leaves them to be cut off and written again by the next run).
-            let state = BatchState(rejects: rejects, pending: batchRejects)
-            let job = self
-            request.beforeCommit = { db, invalid in
-                if job.options.strict, let first = invalid.first { throw job.rejection(first, batchRows, batchColumns) }
-                state.pending += invalid.map { (job.rejection($0, batchRows, batchColumns), batchRows[$0.index].raw) }
-                var checkpoint = next
-                state.pending.sort { $0.0.line < $1.0.line }
-                checkpoint.rejectsOffset = try state.rejects.write(state.pending)
-                try job.writeCheckpoint(db, checkpoint)
-                state.written = true
-                KillPoint.hit("import.checkpoint.written")
-            }
-            let result = try coordinator.execute(request)
-            if !state.written {
-                if options.strict, let first = result.rejected.first { throw rejection(first, batchRows, batchColumns) }
-                state.pending += result.rejected.map { (rejection($0, batchRows, batchColumns), batchRows[$0.index].raw) }
-                state.pending.sort { $0.0.line < $1.0.line }
-                _ = try state.rejects.write(state.pending)
-            }
-            rejects = state.rejects
-            summary.inserted += result.inserted
-            summary.updated += result.updated
-            summary.unchanged += result.unchanged
-            summary.rejected += state.pending.count
-            summary.rows += read
-            if result.generation != nil { summary.commits += 1 }
-            position = next
-            progress?(ImportProgress(rows: summary.rows, bytes: end, totalBytes: total))
+            let batch = try runBatch(&reader, &rows, &rejects, &summary)
+            if batch.read == 0 { break }
+            summary.rows += batch.read
+            position = batch.next
+            progress?(ImportProgress(rows: summary.rows, bytes: position.offset, totalBytes: total))
         }
         return summary
     }
 
-    /// What a batch's checkpoint closure changes (it is stored in the request).
-    private final class BatchState {
-        var rejects: RejectsFile
-        var pending: [(ImportRejection, [String?])]
-        var written = false
-        init(rejects: RejectsFile, pending: [(ImportRejection, [String?])]) {
-            self.rejects = rejects
-            self.pending = pending
-        }
+    /// The columns a run's rows give values for, in one array (a row's values are by index).
+    /// CSV: the header's, fixed; JSON Lines: each member as first met.
+    struct RowPlan {
+        var active: [Column] = []
+        /// CSV: each field's column in `active` (nil: ignored).
+        var fieldColumn: [Int?] = []
+        /// JSON Lines: each member's column.
+        var jsonColumns: [String: Int] = [:]
+        var row = ImportRow()
     }
 
-    private func rejection(_ invalid: (index: Int, failures: [ValidationFailure]), _ rows: [Row], _ active: [Column]) -> ImportRejection {
-        let failure = invalid.failures[0]
-        let given = rows[invalid.index].values.count
-        let column = active.prefix(given).first { $0.property == failure.key }?.name ?? failure.key
-        return ImportRejection(line: rows[invalid.index].line, column: column, reason: "\(failure.rule.rawValue): \(failure.message)")
+    /// What one batch did.
+    private struct Batch {
+        var read = 0
+        var next: Checkpoint
+    }
+
+    /// Reads up to a batch of rows and writes them in one transaction, with the checkpoint
+    /// (where the batch ended) and the batch's rejects; a batch that changes nothing commits
+    /// nothing (its rejects are still written).
+    private mutating func runBatch(_ reader: inout RecordReader, _ plan: inout RowPlan, _ rejects: inout RejectsFile,
+                                   _ summary: inout ImportSummary) throws -> Batch {
+        let info = self.info
+        let coordinator = self.coordinator
+        var pending: [(ImportRejection, [String?])] = []
+        var batch = Batch(next: Checkpoint(identity: identity, offset: reader.offset, line: reader.line, rejectsOffset: 0, complete: false))
+        var outcome: (inserted: Int, updated: Int, unchanged: Int, generation: Int64?) = (0, 0, 0, nil)
+        try coordinator.withConnection { db in
+            outcome = try db.transaction(.immediate) {
+                KillPoint.hit("transaction.begun", in: StoreCoordinator.batchOrigin)
+                var writer: ImportWriter?
+                var writerColumns = -1
+                while batch.read < options.batchSize {
+                    guard let line = try read(&reader, &plan, db: db, rejected: &pending, summary: &summary) else { break }
+                    batch.read += 1
+                    guard line >= 0 else { continue }
+                    // A JSON Lines row may bring a new column: the slots' columns are planned again.
+                    if writerColumns != plan.active.count {
+                        var slotColumn = [Int](repeating: -1, count: info.attributes.count + info.toOnes.count)
+                        for (index, column) in plan.active.enumerated() {
+                            switch column.target {
+                            case .attribute(let slot): slotColumn[slot] = index
+                            case .toOne(let slot, _, _): slotColumn[info.attributes.count + slot] = index
+                            }
+                        }
+                        if writer == nil {
+                            writer = try ImportWriter(db: db, info: info, matchKey: key, slotColumn: slotColumn,
+                                                      firstKey: try coordinator.firstFreeKey(db, info),
+                                                      recordsHistory: coordinator.historyOptions.isEnabled)
+                        } else {
+                            writer!.slotColumn = slotColumn
+                        }
+                        writerColumns = plan.active.count
+                    }
+                    if case .rejected(let failures) = try writer!.write(plan.row) {
+                        let rejection = self.rejection(failures[0], line: line, plan.active)
+                        if options.strict { throw rejection }
+                        pending.append((rejection, rawFields(reader)))
+                    }
+                }
+                batch.next = Checkpoint(identity: identity, offset: reader.offset, line: reader.line, rejectsOffset: 0, complete: try reader.peekAtEnd())
+                guard let writer, !writer.insertedKeys.isEmpty || !writer.updatedKeys.isEmpty else {
+                    return (0, 0, writer?.unchanged ?? 0, nil)
+                }
+                // No dangling key: each distinct destination looked up once.
+                for (index, relationship) in info.toOnes.enumerated() where !writer.destinations[index].isEmpty {
+                    let missing = try coordinator.missingDestinations(db, info, index, writer.destinations[index])
+                    if missing > 0 { throw BatchError.missingDestinations(entity: info.name, key: relationship.name, count: missing) }
+                }
+                if !writer.insertedKeys.isEmpty {
+                    try db.cachedStatement("UPDATE strata_entity SET next_pk = ? WHERE name = ?").execute(.integer(writer.nextKey), .text(info.name))
+                }
+                // The batch's rejects are written with its checkpoint, inside its transaction (a
+                // kill before the commit leaves them to be cut off and written again by the next run).
+                batch.next.rejectsOffset = try rejects.write(pending)
+                try writeCheckpoint(db, batch.next)
+                KillPoint.hit("import.checkpoint.written")
+                KillPoint.hit("rows.written", in: StoreCoordinator.batchOrigin)
+                // The inserts first: a row inserted by this batch and then written over by a
+                // later row of it reads, in the history, as inserted, then updated.
+                var history = HistoryLog.Record(kind: .batchInsert, author: coordinator.transactionAuthor, context: nil)
+                if coordinator.historyOptions.isEnabled {
+                    history.add(info.name, .insert, writer.insertedKeys)
+                    for (key, data) in writer.updateRecords { history.add(info.name, .update, [key], data) }
+                }
+                let (generation, _) = try coordinator.stampCommit(db, touching: [info.name], origin: StoreCoordinator.batchOrigin, history: history)
+                return (writer.insertedKeys.count, writer.updatedKeys.count, writer.unchanged, generation)
+            }
+            if let generation = outcome.generation {
+                coordinator.finishBatch(touched: [info.name], deleted: [], generation: generation)
+            }
+        }
+        if outcome.generation == nil {
+            _ = try rejects.write(pending)
+        } else {
+            summary.commits += 1
+        }
+        summary.inserted += outcome.inserted
+        summary.updated += outcome.updated
+        summary.unchanged += outcome.unchanged
+        summary.rejected += pending.count
+        return batch
+    }
+
+    /// The fields of the record just read, as the rejects file writes them.
+    private func rawFields(_ reader: RecordReader) -> [String?] {
+        format == .csv ? reader.fieldTexts : lastJSONLine.map { [$0] } ?? []
+    }
+
+    private func rejection(_ failure: ValidationFailure, line: Int, _ active: [Column]) -> ImportRejection {
+        let column = active.first { $0.property == failure.key }?.name ?? failure.key
+        return ImportRejection(line: line, column: column, reason: "\(failure.rule.rawValue): \(failure.message)")
+    }
+
+    /// Reads the next record into `plan.row`: its line, -1 when it was rejected (appended to
+    /// `rejected`; thrown under strict), nil at the end of the file.
+    private mutating func read(_ reader: inout RecordReader, _ plan: inout RowPlan, db: Connection,
+                               rejected: inout [(ImportRejection, [String?])], summary: inout ImportSummary) throws -> Int? {
+        let line: Int
+        do {
+            if format == .csv {
+                guard try reader.nextFields() else { return nil }
+                line = reader.recordLine
+                try parseCSV(reader, &plan)
+            } else {
+                guard let record = try reader.next() else { return nil }
+                line = record.line
+                lastJSONLine = record.fields[0]
+                try parseJSON(record, &plan, ignored: &summary.ignoredColumns)
+            }
+            try resolveDestinations(&plan, line: line, db: db)
+        } catch let rejection as ImportRejection {
+            if options.strict { throw rejection }
+            rejected.append((rejection, rawFields(reader)))
+            return -1
+        }
+        return line
     }
 
     // MARK: Columns and values
@@ -237,14 +286,15 @@ struct ImportJob {
         let parts = target.split(separator: ".", maxSplits: 1).map(String.init)
         switch info.slot(parts[0]) {
         case .attribute(let index)? where parts.count == 1:
-            return Column(name: name, target: .attribute(index: index), property: parts[0])
+            return Column(name: name, target: .attribute(index: index), property: parts[0], type: info.attributeTypes[index])
         case .toOne(let index)?:
             guard let destination = coordinator.model.schema.infos[info.toOnes[index].destination] else { return nil }
             let attributeName = parts.count == 2 ? parts[1] : destination.entity.uniqueKeys.first(where: { $0.count == 1 })?.first
             guard let attributeName, case .attribute(let attribute)? = destination.slot(attributeName) else {
                 throw ImportError(message: "column \(name) maps to to-one \(info.name).\(parts[0]): name the \(destination.name) attribute that finds its row (--map \(name)=\(parts[0]).ATTRIBUTE)")
             }
-            return Column(name: name, target: .toOne(index: index, destination: destination, attribute: attribute), property: parts[0])
+            return Column(name: name, target: .toOne(index: index, destination: destination, attribute: attribute), property: parts[0],
+                          type: destination.attributeTypes[attribute])
         default:
             if options.mapping[name] != nil {
                 throw ImportError(message: "--map \(name)=\(target): \(info.name) has no attribute or to-one \(target)")
@@ -253,20 +303,25 @@ struct ImportJob {
         }
     }
 
-    private func parseCSV(_ record: RecordReader.Record, _ fieldColumn: [Int?], _ active: [Column]) throws -> [AttributeValue??] {
-        guard record.fields.count == fieldColumn.count else {
-            throw ImportRejection(line: record.line, column: nil, reason: "\(record.fields.count) fields, the header has \(fieldColumn.count)")
+    /// The record's fields parsed by their columns' types into `plan.row`, from the reader's bytes.
+    private func parseCSV(_ reader: RecordReader, _ plan: inout RowPlan) throws {
+        let count = reader.fieldStarts.count
+        guard count == plan.fieldColumn.count else {
+            throw ImportRejection(line: reader.recordLine, column: nil, reason: "\(count) fields, the header has \(plan.fieldColumn.count)")
         }
-        var values = [AttributeValue??](repeating: .none, count: active.count)
-        for (field, position) in zip(record.fields, fieldColumn) {
-            guard let position else { continue }
-            values[position] = .some(try value(field, active[position], line: record.line))
+        plan.row.reset(count: plan.active.count)
+        for field in 0..<count {
+            guard let position = plan.fieldColumn[field] else { continue }
+            let bytes = reader.field(field)
+            let type = plan.active[position].type
+            if !plan.row.parse(bytes, quoted: reader.fieldQuoted[field], as: type, nullText: nullBytes, dates: dates, into: position) {
+                throw ImportRejection(line: reader.recordLine, column: plan.active[position].name,
+                                      reason: "\(String(decoding: bytes, as: UTF8.self).debugDescription) is not a \(type.rawValue)")
+            }
         }
-        return values
     }
 
-    private func parseJSON(_ record: RecordReader.Record, _ active: inout [Column], _ columns: inout [String: Int],
-                           ignored: inout [String]) throws -> [AttributeValue??] {
+    private func parseJSON(_ record: RecordReader.Record, _ plan: inout RowPlan, ignored: inout [String]) throws {
         let text = record.fields[0] ?? ""
         let parsed: Any
         do {
@@ -279,18 +334,18 @@ struct ImportJob {
         }
         var found: [(Int, Any)] = []
         for (name, member) in object.sorted(by: { $0.key < $1.key }) {
-            if columns[name] == nil {
+            if plan.jsonColumns[name] == nil {
                 guard let column = try column(for: name) else {
                     if !ignored.contains(name) { ignored.append(name) }
                     continue
                 }
-                columns[name] = active.count
-                active.append(column)
+                plan.jsonColumns[name] = plan.active.count
+                plan.active.append(column)
             }
-            guard let position = columns[name] else { continue }
+            guard let position = plan.jsonColumns[name] else { continue }
             found.append((position, member))
         }
-        var values = [AttributeValue??](repeating: .none, count: active.count)
+        plan.row.reset(count: plan.active.count)
         for (position, member) in found {
             let field: String? = switch member {
             case is NSNull: nil
@@ -298,21 +353,15 @@ struct ImportJob {
             case let number as NSNumber: number.stringValue
             default: "\(member)"
             }
-            values[position] = .some(try value(field, active[position], line: record.line))
+            plan.row.set(try value(field, plan.active[position], line: record.line), position)
         }
-        return values
     }
 
     private func value(_ field: String?, _ column: Column, line: Int) throws -> AttributeValue? {
         guard let field, field != options.nullText else { return nil }
-        let type: AttributeType
-        switch column.target {
-        case .attribute(let index): type = info.attributeTypes[index]
-        case .toOne(_, let destination, let attribute): type = destination.attributeTypes[attribute]
-        }
-        if field.isEmpty, type != .string { return nil }
-        guard let value = ImportJob.parse(field, as: type, dates: dates) else {
-            throw ImportRejection(line: line, column: column.name, reason: "\(field.debugDescription) is not a \(type.rawValue)")
+        if field.isEmpty, column.type != .string { return nil }
+        guard let value = ImportJob.parse(field, as: column.type, dates: dates) else {
+            throw ImportRejection(line: line, column: column.name, reason: "\(field.debugDescription) is not a \(column.type.rawValue)")
         }
         return value
     }
@@ -349,44 +398,27 @@ struct ImportJob {
         }
     }
 
-    /// Each row's to-one values turned into their destinations' keys (read once per value);
-    /// a value no row has rejects its row.
-    private mutating func resolveDestinations(_ rows: inout [Row], _ active: [Column],
-                                              _ rejects: inout [(ImportRejection, [String?])]) throws {
-        let toOnes = active.indices.filter { if case .toOne = active[$0].target { true } else { false } }
-        guard !toOnes.isEmpty else { return }
-        var kept: [Row] = []
-        kept.reserveCapacity(rows.count)
-        for var row in rows {
-            var rejection: ImportRejection?
-            for position in toOnes where position < row.values.count {
-                let column = active[position]
-                guard case .toOne(let index, let destination, let attribute) = column.target,
-                      case .some(.some(let value)) = row.values[position] else { continue }
-                if destinations[index]?[value] == nil {
-                    let found = try coordinator.withReader { db -> Int64? in
-                        let select = try db.cachedStatement("SELECT \(quoted(primaryKeyColumn)) FROM \(destination.table) WHERE \(quoted(destination.attributes[attribute].name)) = ? LIMIT 1")
-                        try RowSnapshot.bind(value, to: select, at: 1)
-                        defer { select.reset() }
-                        return try select.step() ? select.int64(at: 0) : nil
-                    }
-                    guard let found else {
-                        rejection = ImportRejection(line: row.line, column: column.name,
-                                                    reason: "no \(destination.name) has \(destination.attributes[attribute].name) = \(value.plainText)")
-                        break
-                    }
-                    destinations[index, default: [:]][value] = found
-                }
-                row.values[position] = .some(.int64(destinations[index]![value]!))
+    /// The row's to-one values turned into their destinations' keys (read once per value, by
+    /// the batch's own connection); a value no row has rejects the row.
+    private mutating func resolveDestinations(_ plan: inout RowPlan, line: Int, db: Connection) throws {
+        for (position, column) in plan.active.enumerated() {
+            guard case .toOne(let index, let destination, let attribute) = column.target,
+                  let value = plan.row.value(position, as: column.type) else { continue }
+            if let found = destinations[index]?[value] {
+                plan.row.setInteger(found, position)
+                continue
             }
-            if let rejection {
-                if options.strict { throw rejection }
-                rejects.append((rejection, row.raw))
-            } else {
-                kept.append(row)
+            let select = try db.cachedStatement("SELECT \(quoted(primaryKeyColumn)) FROM \(destination.table) WHERE \(quoted(destination.attributes[attribute].name)) = ? LIMIT 1")
+            try RowSnapshot.bind(value, to: select, at: 1)
+            defer { select.reset() }
+            guard try select.step() else {
+                throw ImportRejection(line: line, column: column.name,
+                                      reason: "no \(destination.name) has \(destination.attributes[attribute].name) = \(value.plainText)")
             }
+            let found = select.int64(at: 0)
+            destinations[index, default: [:]][value] = found
+            plan.row.setInteger(found, position)
         }
-        rows = kept
     }
 
     // MARK: The checkpoint
@@ -434,6 +466,9 @@ struct DateParser: @unchecked Sendable {
             return formatter
         }
     }
+
+    /// Whether dates are read by a `--date-format` (not ISO 8601).
+    var isCustom: Bool { custom != nil }
 
     func parse(_ text: String) -> Date? {
         if let custom { return custom.date(from: text) }
