@@ -35,9 +35,11 @@ struct RecordReader {
         deinit { base.deallocate() }
     }
 
-    private static let chunk = 1 << 16
+    /// How many bytes a read asks for (a test makes it small, so that records, quotes and
+    /// line breaks meet the buffer's end often).
+    private let chunk: Int
     private let handle: FileHandle
-    private let buffer = Buffer(capacity: 2 * RecordReader.chunk)
+    private let buffer: Buffer
     private var position = 0
     private var atEnd = false
     /// The file offset of the buffer's first byte.
@@ -55,7 +57,10 @@ struct RecordReader {
     private(set) var recordLine = 0
 
     /// Reads `url` from byte `offset`, which starts line `line`.
-    init(url: URL, format: Format, offset: Int64 = 0, line: Int = 1) throws {
+    init(url: URL, format: Format, offset: Int64 = 0, line: Int = 1, chunk: Int = 1 << 16) throws {
+        precondition(chunk > 0, "RecordReader reads chunks of at least 1 byte")
+        self.chunk = chunk
+        buffer = Buffer(capacity: 2 * chunk)
         handle = try FileHandle(forReadingFrom: url)
         try handle.seek(toOffset: UInt64(offset))
         bufferStart = offset
@@ -68,9 +73,8 @@ struct RecordReader {
     /// The file offset reached.
     var offset: Int64 { bufferStart + Int64(position) }
 
-    /// Moves the unread bytes to the buffer's start and reads up to a chunk after them; false at
-    /// the end of the file. Every buffer position held across the call moves by what it returns
-    /// in `shift` (the bytes dropped from the front).
+    /// Moves the unread bytes to the buffer's start (`position` becomes 0) and reads up to a
+    /// chunk after them; false at the end of the file.
     private mutating func fill() throws -> Bool {
         guard !atEnd else { return false }
         let kept = buffer.count - position
@@ -80,7 +84,7 @@ struct RecordReader {
             position = 0
             buffer.count = kept
         }
-        if buffer.capacity - buffer.count < RecordReader.chunk {
+        if buffer.capacity - buffer.count < chunk {
             let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: buffer.capacity * 2)
             grown.update(from: buffer.base, count: buffer.count)
             buffer.base.deallocate()
@@ -89,7 +93,7 @@ struct RecordReader {
         }
         let descriptor = handle.fileDescriptor
         while true {
-            let got = read(descriptor, buffer.base + buffer.count, RecordReader.chunk)
+            let got = read(descriptor, buffer.base + buffer.count, chunk)
             if got < 0 {
                 if errno == EINTR { continue }
                 throw ImportError(message: "cannot read the file: \(String(cString: strerror(errno)))")
@@ -214,8 +218,8 @@ struct RecordReader {
             let byte = base[at]
             if inQuotes {
                 if byte == UInt8(ascii: "\"") {
-                    // The byte after decides whether it is `""` or the closing quote.
-                    if at + 1 == count, !atEnd { return nil }
+                    // The byte after decides whether it is `""` or the closing quote (at the
+                    // buffer's end the scan stops at the next byte and the record is read again).
                     if at + 1 < count, base[at + 1] == UInt8(ascii: "\"") {
                         escaped = true
                         at += 2

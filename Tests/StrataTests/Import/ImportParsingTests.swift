@@ -46,3 +46,111 @@ import StrataTestSupport
         resumed.close()
     }
 }
+
+/// The CSV reader against a reference reading of the whole text in memory, over random files
+/// read in chunks of 1 to 64 bytes, so that the buffer's end meets every place a record can
+/// have: inside quotes, on a quote (a `""` split in two), on a `\r\n`, inside a field longer
+/// than the buffer.
+@Suite struct CSVReaderGeneratorTests {
+    /// What the reader must give: RFC 4180 as ``RecordReader`` documents it.
+    static func reference(_ bytes: [UInt8]) -> [[String?]] {
+        var records: [[String?]] = []
+        var at = 0
+        while at < bytes.count {
+            var fields: [String?] = []
+            var field: [UInt8] = []
+            var quoted = false, inQuotes = false, closed = false, ended = false
+            while at < bytes.count {
+                let byte = bytes[at]
+                at += 1
+                if inQuotes {
+                    if byte == 34 {
+                        if at < bytes.count, bytes[at] == 34 { field.append(34); at += 1 } else { inQuotes = false; closed = true }
+                    } else { field.append(byte) }
+                    continue
+                }
+                if byte == 44 {
+                    fields.append(field.isEmpty && !quoted ? nil : String(decoding: field, as: UTF8.self))
+                    field = []; quoted = false; closed = false
+                } else if byte == 34, field.isEmpty, !quoted, !closed {
+                    inQuotes = true; quoted = true
+                } else if byte == 10 {
+                    ended = true
+                    break
+                } else {
+                    field.append(byte)
+                }
+            }
+            if field.last == 13 { field.removeLast() }
+            fields.append(field.isEmpty && !quoted ? nil : String(decoding: field, as: UTF8.self))
+            if fields.count == 1, fields[0] == nil { if ended { continue } else { break } }
+            records.append(fields)
+        }
+        return records
+    }
+
+    static func randomCSV(_ generator: inout SplitMix64) -> [UInt8] {
+        var text: [UInt8] = []
+        let alphabet = Array("ab, \"\n\r€x".utf8)
+        for _ in 0..<Int.random(in: 1...40, using: &generator) {
+            let fields = Int.random(in: 1...5, using: &generator)
+            for f in 0..<fields {
+                if f > 0 { text.append(44) }
+                let length = Int.random(in: 0...(Int.random(in: 0...9, using: &generator) == 0 ? 300 : 6), using: &generator)
+                var content: [UInt8] = (0..<length).map { _ in alphabet.randomElement(using: &generator)! }
+                switch Int.random(in: 0...3, using: &generator) {
+                case 0, 1:
+                    // Quoted: every quote inside doubled; sometimes bytes after the close.
+                    content = content.flatMap { $0 == 34 ? [34, 34] : [$0] }
+                    text += [34] + content + [34]
+                    if Int.random(in: 0...5, using: &generator) == 0 { text += Array("t\"".utf8) }
+                default:
+                    // Unquoted: no delimiter, quote at the start or line break inside.
+                    content.removeAll { $0 == 44 || $0 == 10 || $0 == 13 }
+                    if content.first == 34 { content.removeFirst() }
+                    text += content
+                }
+            }
+            switch Int.random(in: 0...5, using: &generator) {
+            case 0: text += [13, 10]
+            case 1: text += [10, 10]
+            default: text += [10]
+            }
+        }
+        if Int.random(in: 0...3, using: &generator) == 0, text.last == 10 { text.removeLast() }
+        return text
+    }
+
+    @Test func recordsEqualTheReferenceReadAtAnyChunkSize() throws {
+        let folder = TemporaryDirectory()
+        var generator = SplitMix64(seed: UInt64(ProcessInfo.processInfo.environment["STRATA_CSV_SEED"] ?? "") ?? 4_818)
+        let files = Int(ProcessInfo.processInfo.environment["STRATA_CSV_FILES"] ?? "") ?? 300
+        var records = 0, resumed = 0, longFields = 0, splitEscapes = 0
+        for round in 0..<files {
+            let bytes = CSVReaderGeneratorTests.randomCSV(&generator)
+            let url = folder.file("r\(round).csv")
+            try Data(bytes).write(to: url)
+            let chunk = [1, 2, 3, 7, 64, 1 << 16][round % 6]
+            var reader = try RecordReader(url: url, format: .csv, chunk: chunk)
+            var got: [RecordReader.Record] = []
+            while let record = try reader.next() { got.append(record) }
+            reader.close()
+            let expected = CSVReaderGeneratorTests.reference(bytes)
+            #expect(got.map(\.fields) == expected, "file \(round), chunk \(chunk): \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+            records += got.count
+            longFields += got.flatMap(\.fields).filter { ($0?.utf8.count ?? 0) > chunk }.count
+            for index in 0..<(bytes.count - 1) where bytes[index] == 34 && bytes[index + 1] == 34 && (index + 1) % chunk == 0 { splitEscapes += 1 }
+            // Reading on from any record's end (its line as the reader counted it) gives the rest.
+            if let middle = got.indices.randomElement(using: &generator), middle + 1 < got.count {
+                var rest = try RecordReader(url: url, format: .csv, offset: got[middle].end, line: got[middle + 1].line, chunk: chunk)
+                var after: [[String?]] = []
+                while let record = try rest.next() { after.append(record.fields) }
+                rest.close()
+                #expect(after == got[(middle + 1)...].map(\.fields))
+                resumed += 1
+            }
+        }
+        print("csv-reader: files=\(files) records=\(records) resumed=\(resumed) fields-longer-than-chunk=\(longFields) escapes-split-by-chunk=\(splitEscapes)")
+        #expect(longFields > 0 && splitEscapes > 0)
+    }
+}
