@@ -122,9 +122,7 @@ struct BatchRowValues {
         self.statement = statement
         attributeCount = info.attributes.count
         slotCount = attributeCount + info.toOnes.count
-        var defaults = [AttributeValue?](repeating: nil, count: attributeCount)
-        for (index, value) in info.nonNilDefaults { defaults[index] = value }
-        self.defaults = defaults
+        defaults = info.attributeDefaults
         stringSlots = info.attributeTypes.indices.filter { info.attributeTypes[$0] == .string }
         var hasRule = [Bool](repeating: false, count: attributeCount)
         for (index, _) in info.attributeRules { hasRule[index] = true }

@@ -50,9 +50,7 @@ struct ImportWriter {
         self.recordsHistory = recordsHistory
         attributeCount = info.attributes.count
         slotCount = attributeCount + info.toOnes.count
-        var defaults = [AttributeValue?](repeating: nil, count: attributeCount)
-        for (index, value) in info.nonNilDefaults { defaults[index] = value }
-        self.defaults = defaults
+        defaults = info.attributeDefaults
         nextKey = firstKey
         destinations = Array(repeating: KeySet(), count: info.toOnes.count)
         var keys = [matchKey]

@@ -155,6 +155,8 @@ final class EntityInfo: Sendable {
     /// A new object's row: every default, no relationships.
     /// The attributes whose default is not nil, with their default (a new object's values).
     let nonNilDefaults: [(Int, AttributeValue)]
+    /// Each attribute's default by slot (nil: none): what a batch or imported row leaves unset takes.
+    let attributeDefaults: [AttributeValue?]
     /// The slot named `key`.
     @inline(__always)
     func slot(_ key: String) -> Slot? { slotTable.lookup(key) }
@@ -255,6 +257,7 @@ final class EntityInfo: Sendable {
         rowLayout = RowLayout(attributeTypes: attributeTypes, toOneCount: toOnes.count)
         attributeKeys = AttributeKeys(attributes.map(\.name), layout: rowLayout)
         nonNilDefaults = attributes.enumerated().compactMap { pair in pair.element.defaultValue.map { (pair.offset, $0) } }
+        attributeDefaults = attributes.map(\.defaultValue)
         attributeRules = attributes.enumerated().filter { _, a in
             a.minValue != nil || a.maxValue != nil || a.minLength != nil || a.maxLength != nil || a.regex != nil
         }.map { (index: $0.offset, attribute: $0.element) }
