@@ -565,7 +565,7 @@ extension ExternalChangesProcessTests {
         private var buffer: [UInt8] = []
         private var reaped = false
 
-        init(store: URL, seed: UInt64, killPoint: String?, stderr: URL) throws {
+        init(store: URL, seed: UInt64, killPoint: String?, stderr: URL, environment extra: [String: String] = [:]) throws {
             guard let executable = Self.executable else { throw NotFound() }
             var pair: [Int32] = [-1, -1]
             guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
@@ -581,6 +581,7 @@ extension ExternalChangesProcessTests {
             var environment = ProcessInfo.processInfo.environment
             environment.removeValue(forKey: "STRATA_KILL_POINT")
             if let killPoint { environment["STRATA_KILL_POINT"] = killPoint }
+            environment.merge(extra) { _, new in new }
             process.environment = environment
             process.standardInput = FileHandle(fileDescriptor: pair[1], closeOnDealloc: false)
             process.standardOutput = output
@@ -609,6 +610,8 @@ extension ExternalChangesProcessTests {
             let bytes = Array((line + "\n").utf8)
             _ = bytes.withUnsafeBytes { Glibc.send(input, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
+
+        var isRunning: Bool { process.isRunning }
 
         func kill() {
             guard process.isRunning else { return }
