@@ -11,17 +11,13 @@
 // fail SQLite's check during crash recovery (and recovery would drop committed transactions).
 // The shim therefore holds back each 24-byte frame header, and when the page that follows it is
 // written, fills in the page checksum and recomputes the frame's cumulative checksum from the
-// previous frame's, exactly as SQLite's WAL format defines it: kept from sealing that frame when
-// it was the last write to the log under the same hold of the WAL's write lock, else read back
-// from the file.
+// previous frame's (read back from the file), exactly as SQLite's WAL format defines it.
 //
 // Design notes and what is and is not detected: Strata.docc/CrashGuarantees.md.
 
 #include "strata_vfs.h"
 
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -44,16 +40,6 @@ struct StrataFile {
     int hasPendingHeader;
     sqlite3_int64 pendingOffset;
     unsigned char pendingHeader[24];
-    // WAL only: what resealing the next frame needs, kept from the frame before so that a run
-    // of frames reads nothing back (two reads a frame were most of the checksums' cost to an
-    // import). Trusted only while this connection holds the WAL's write lock, only for the frame
-    // right after the one sealed last, and only while the frame's salts are the header's; any
-    // other write to the log forgets them (see forgetSeal).
-    int sealedHeaderKnown;
-    unsigned char sealedHeader[32];
-    int lastSealKnown;
-    sqlite3_int64 lastSealOffset;
-    uint32_t lastSeal[2];
 };
 
 static sqlite3_vfs strataVFS;
@@ -199,53 +185,12 @@ static void walChecksum(int bigEndian, const unsigned char *data, int size, uint
     sum[1] = s2;
 }
 
-// How often a seal was kept from the frame before or read back, and (when verifying) how often
-// a kept one differed from the log: a test's check, off in normal use.
-static int64_t sealsKept, sealsReadBack, sealMismatches;
-static int sealVerification;   // 0 off, 1 count, 2 abort (a test's child: the parent sees it die)
-
-void strata_wal_seal_counts(int64_t *kept, int64_t *readBack, int64_t *mismatches) {
-    *kept = __atomic_load_n(&sealsKept, __ATOMIC_RELAXED);
-    *readBack = __atomic_load_n(&sealsReadBack, __ATOMIC_RELAXED);
-    *mismatches = __atomic_load_n(&sealMismatches, __ATOMIC_RELAXED);
-}
-
-void strata_wal_seal_verification(int mode) {
-    __atomic_store_n(&sealVerification, mode, __ATOMIC_RELAXED);
-}
-
-// Under verification, what was kept is compared with the log's bytes; a difference is counted
-// (and ends the process in mode 2) and the log's bytes are used.
-static int verifyKept(StrataFile *file, unsigned char *kept, int amount, sqlite3_int64 offset) {
-    int mode = __atomic_load_n(&sealVerification, __ATOMIC_RELAXED);
-    if (mode == 0) return SQLITE_OK;
-    unsigned char actual[32];
-    int rc = file->real->pMethods->xRead(file->real, actual, amount, offset);
-    if (rc != SQLITE_OK) return rc;
-    if (memcmp(actual, kept, (size_t)amount) != 0) {
-        __atomic_fetch_add(&sealMismatches, 1, __ATOMIC_RELAXED);
-        if (mode == 2) {
-            fprintf(stderr, "strata: a WAL seal kept from the frame before differs from the log at offset %lld\n", (long long)offset);
-            abort();
-        }
-        memcpy(kept, actual, (size_t)amount);
-    }
-    return SQLITE_OK;
-}
-
-// Forgets what the reseal of the next frame would take from the frame before: after any write
-// to the log but a frame's own header and page (SQLite rewriting a transaction's checksums,
-// overwriting a frame in place, a new log header), and whenever the WAL's write lock changes
-// hands (another connection may write the log in between).
-static void forgetSeal(StrataFile *file, int headerToo) {
-    file->lastSealKnown = 0;
-    if (headerToo) file->sealedHeaderKnown = 0;
-}
-
 static int flushPendingHeader(StrataFile *file) {
     if (!file->hasPendingHeader) return SQLITE_OK;
-    file->hasPendingHeader = 0;
-    return file->real->pMethods->xWrite(file->real, file->pendingHeader, 24, file->pendingOffset);
+    int rc = file->real->pMethods->xWrite(file->real, file->pendingHeader, 24, file->pendingOffset);
+    // Kept on a failure: the next flush writes it again.
+    if (rc == SQLITE_OK) file->hasPendingHeader = 0;
+    return rc;
 }
 
 // Recomputes the held-back frame header's checksum over the page as it will be written.
@@ -254,22 +199,10 @@ static int resealFrameHeader(StrataFile *file, const unsigned char *page, int pa
     static const unsigned char zeros[16] = {0};
     // SQLite writes salt and checksum as zeros when it will rewrite the checksums of this
     // transaction's frames itself (from the file, after this write): leave those alone.
-    if (memcmp(header + 8, zeros, 16) == 0) {
-        file->lastSealKnown = 0;
-        return SQLITE_OK;
-    }
-    // The log's header: kept from the last read or write of it, while the frame's salts (which
-    // SQLite copies from the header into every frame) are still its salts.
-    if (!file->sealedHeaderKnown || memcmp(file->sealedHeader + 16, header + 8, 8) != 0) {
-        int rc = file->real->pMethods->xRead(file->real, file->sealedHeader, 32, 0);
-        if (rc != SQLITE_OK) { file->sealedHeaderKnown = 0; return rc; }
-        file->sealedHeaderKnown = 1;
-        file->lastSealKnown = 0;
-    } else {
-        int rc = verifyKept(file, file->sealedHeader, 32, 0);
-        if (rc != SQLITE_OK) return rc;
-    }
-    const unsigned char *walHeader = file->sealedHeader;
+    if (memcmp(header + 8, zeros, 16) == 0) return SQLITE_OK;
+    unsigned char walHeader[32];
+    int rc = file->real->pMethods->xRead(file->real, walHeader, 32, 0);
+    if (rc != SQLITE_OK) return rc;
     int bigEndian = (int)(readBE32(walHeader) & 1);
     sqlite3_int64 frameSize = (sqlite3_int64)pageSize + 24;
     sqlite3_int64 index = (file->pendingOffset - 32) / frameSize;
@@ -277,31 +210,17 @@ static int resealFrameHeader(StrataFile *file, const unsigned char *page, int pa
     if (index == 0) {
         sum[0] = readBE32(walHeader + 24);
         sum[1] = readBE32(walHeader + 28);
-    } else if (file->lastSealKnown && file->lastSealOffset + frameSize == file->pendingOffset) {
-        unsigned char kept[8];
-        writeBE32(kept, file->lastSeal[0]);
-        writeBE32(kept + 4, file->lastSeal[1]);
-        int rc = verifyKept(file, kept, 8, file->pendingOffset - frameSize + 16);
-        if (rc != SQLITE_OK) return rc;
-        sum[0] = readBE32(kept);
-        sum[1] = readBE32(kept + 4);
-        __atomic_fetch_add(&sealsKept, 1, __ATOMIC_RELAXED);
     } else {
         unsigned char previous[8];
-        int rc = file->real->pMethods->xRead(file->real, previous, 8, file->pendingOffset - frameSize + 16);
+        rc = file->real->pMethods->xRead(file->real, previous, 8, file->pendingOffset - frameSize + 16);
         if (rc != SQLITE_OK) return rc;
         sum[0] = readBE32(previous);
         sum[1] = readBE32(previous + 4);
-        __atomic_fetch_add(&sealsReadBack, 1, __ATOMIC_RELAXED);
     }
     walChecksum(bigEndian, header, 8, sum);
     walChecksum(bigEndian, page, pageSize, sum);
     writeBE32(header + 16, sum[0]);
     writeBE32(header + 20, sum[1]);
-    file->lastSealKnown = 1;
-    file->lastSealOffset = file->pendingOffset;
-    file->lastSeal[0] = sum[0];
-    file->lastSeal[1] = sum[1];
     return SQLITE_OK;
 }
 
@@ -367,9 +286,6 @@ static int strataWrite(sqlite3_file *handle, const void *buffer, int amount, sql
         return file->real->pMethods->xWrite(file->real, buffer, amount, offset);
     }
     if (amount == 24 && offset >= 32) {
-        // A header held back and never followed by its page (SQLite rewriting checksums):
-        // the frame chain may have changed under the last seal.
-        if (file->hasPendingHeader) forgetSeal(file, 0);
         int rc = flushPendingHeader(file);
         if (rc != SQLITE_OK) return rc;
         memcpy(file->pendingHeader, bytes, 24);
@@ -377,7 +293,6 @@ static int strataWrite(sqlite3_file *handle, const void *buffer, int amount, sql
         file->hasPendingHeader = 1;
         return SQLITE_OK;
     }
-    int sealed = 0;
     if (isPageSize(amount)) {
         // Page 1 carries the header: a new store's first pages may reach the WAL before the
         // database file has one.
@@ -386,14 +301,10 @@ static int strataWrite(sqlite3_file *handle, const void *buffer, int amount, sql
             strata_page_checksum(bytes, amount, bytes + amount - 8);
             if (file->hasPendingHeader && file->pendingOffset + 24 == offset) {
                 int rc = resealFrameHeader(file, bytes, amount);
-                if (rc != SQLITE_OK) { file->hasPendingHeader = 0; forgetSeal(file, 1); return rc; }
-                sealed = file->lastSealKnown;
+                if (rc != SQLITE_OK) { file->hasPendingHeader = 0; return rc; }
             }
         }
     }
-    // Any other write to the log (a page overwritten in place, a new log header, a header
-    // written alone) may change the chain the next frame's seal starts from.
-    if (!sealed) forgetSeal(file, 1);
     int rc = flushPendingHeader(file);
     if (rc != SQLITE_OK) return rc;
     return file->real->pMethods->xWrite(file->real, buffer, amount, offset);
@@ -401,7 +312,6 @@ static int strataWrite(sqlite3_file *handle, const void *buffer, int amount, sql
 
 static int strataTruncate(sqlite3_file *handle, sqlite3_int64 size) {
     StrataFile *file = (StrataFile *)handle;
-    forgetSeal(file, 1);
     int rc = flushPendingHeader(file);
     if (rc != SQLITE_OK) return rc;
     return file->real->pMethods->xTruncate(file->real, size);
@@ -488,16 +398,32 @@ static int strataShmMap(sqlite3_file *handle, int region, int size, int extend, 
     return file->real->pMethods->xShmMap(file->real, region, size, extend, pointer);
 }
 
+// A frame header held back by the WAL (see strataWrite) must be in the file before the
+// wal-index says its frame is committed and before another connection may write the log: a
+// header SQLite writes alone (rewriting a transaction's checksums at its commit) has no page
+// after it to flush it, and held until this connection's next use of the log it was both
+// missing from the file (a crash dropped the commit on recovery) and written late over whatever
+// another writer had put there since (a break in the middle of the log). SQLite writes the
+// wal-index header between two barriers at every commit, and takes or gives back a lock on it
+// around every transaction: both flush.
+static int flushPartnerHeader(StrataFile *file) {
+    if (file->isWAL || file->partner == NULL) return SQLITE_OK;
+    return flushPendingHeader(file->partner);
+}
+
 static int strataShmLock(sqlite3_file *handle, int offset, int count, int flags) {
     StrataFile *file = (StrataFile *)handle;
-    // The WAL's write lock (slot 0) taken or given back: another connection may write the log
-    // between two holds, so a seal kept from before is not trusted across it.
-    if (offset == 0 && file->partner != NULL) forgetSeal(file->partner, 1);
+    int rc = flushPartnerHeader(file);
+    if (rc != SQLITE_OK) return rc;
     return file->real->pMethods->xShmLock(file->real, offset, count, flags);
 }
 
 static void strataShmBarrier(sqlite3_file *handle) {
     StrataFile *file = (StrataFile *)handle;
+    // No way to report a failed write from here: the header stays pending, and the lock
+    // release that ends the transaction (or the next use of the log) writes it again (and
+    // reports the failure).
+    (void)flushPartnerHeader(file);
     file->real->pMethods->xShmBarrier(file->real);
 }
 
@@ -609,9 +535,6 @@ static int registration = SQLITE_OK;
 static pthread_once_t registrationOnce = PTHREAD_ONCE_INIT;
 
 static void registerOnce(void) {
-    // A test's child process checks every kept seal against the log (and dies on a difference).
-    const char *verify = getenv("STRATA_VFS_VERIFY_SEALS");
-    if (verify != NULL) sealVerification = strcmp(verify, "abort") == 0 ? 2 : 1;
     registration = sqlite3_initialize();
     if (registration != SQLITE_OK) return;
     sqlite3_vfs *real = sqlite3_vfs_find(NULL);

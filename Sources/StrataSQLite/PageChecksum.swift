@@ -55,38 +55,3 @@ public enum PageChecksum {
         return (fast, reference)
     }
 }
-
-/// The checksum VFS's WAL frame seals: a frame's cumulative checksum starts from the frame
-/// before's, which the VFS keeps from sealing that frame (instead of reading it back) while it
-/// may. Counts and a check for tests; nothing to set in normal use.
-public enum WALSeals {
-    public struct Counts: Sendable, Equatable {
-        /// Frames sealed from the frame before's seal kept in memory.
-        public var kept: Int
-        /// Frames sealed from the frame before's checksum read back from the log.
-        public var readBack: Int
-        /// Kept seals that differed from the log (under ``Verification/count`` or ``Verification/abort``).
-        public var mismatches: Int
-    }
-
-    public enum Verification: Int32, Sendable {
-        /// Kept seals are trusted.
-        case off = 0
-        /// Each kept seal is compared with the log; a difference is counted and the log's used.
-        case count = 1
-        /// A difference ends the process (`STRATA_VFS_VERIFY_SEALS=abort` in a child's environment).
-        case abort = 2
-    }
-
-    /// This process's counts since it started.
-    public static var counts: Counts {
-        var kept: Int64 = 0, readBack: Int64 = 0, mismatches: Int64 = 0
-        strata_wal_seal_counts(&kept, &readBack, &mismatches)
-        return Counts(kept: Int(kept), readBack: Int(readBack), mismatches: Int(mismatches))
-    }
-
-    /// Sets this process's verification of kept seals.
-    public static func setVerification(_ verification: Verification) {
-        strata_wal_seal_verification(verification.rawValue)
-    }
-}

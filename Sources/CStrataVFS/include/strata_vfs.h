@@ -55,14 +55,4 @@ int strata_page_checksum_matches(const unsigned char *page, int size);
 /// (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`, which Swift cannot call: `sqlite3_db_config` is variadic).
 int strata_set_checkpoint_on_close(sqlite3 *db, int enabled);
 
-/// How many WAL frames of checksummed stores this process sealed with the frame before's
-/// checksum kept from sealing it, how many read it back from the log, and (under verification)
-/// how many kept ones differed from the log.
-void strata_wal_seal_counts(int64_t *kept, int64_t *readBack, int64_t *mismatches);
-
-/// 0: kept seals are trusted (normal use); 1: each is compared with the log and a difference
-/// counted (the log's bytes used); 2: a difference ends the process. `STRATA_VFS_VERIFY_SEALS`
-/// (`1` or `abort`) sets it when the shim registers.
-void strata_wal_seal_verification(int mode);
-
 #endif
