@@ -183,19 +183,12 @@ func strataRegionImportFileAgain(_ coordinator: StoreCoordinator, _ csv: URL, _ 
 
 @inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_import_parse")
 func rawRegionImportParse(_ db: RawDB, _ csv: URL) throws {
-    let file = try CSVFile(contentsOf: csv)
-    let indexes = try ImportBench.columns.map { try file.column($0.name) }
-    var rows: [ImportBench.Row] = []
-    try file.forEachRecord { record in rows.append(try ImportBench.row(record, indexes)) }
-    try ImportBench.upsert(db, rows)
+    try ImportBench.upsert(db, try ImportBench.parse(csv))
 }
 
 @inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_import_parse_again")
 func rawRegionImportParseAgain(_ db: RawDB, _ csv: URL) throws {
-    let file = try CSVFile(contentsOf: csv)
-    let indexes = try ImportBench.columns.map { try file.column($0.name) }
-    var rows: [ImportBench.Row] = []
-    try file.forEachRecord { record in rows.append(try ImportBench.row(record, indexes)) }
+    let rows = try ImportBench.parse(csv)
     // Over the full store: every row found unchanged (a body of its own, so that the linker
     // does not fold this region into the first one's).
     precondition(!rows.isEmpty, "the file has rows")
