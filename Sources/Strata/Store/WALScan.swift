@@ -97,11 +97,11 @@ enum WALScanner {
         guard frames > 0 else { return nil }
         func frameOffset(_ index: Int) -> Int { headerSize + index * frameSize }
         func saltsOf(_ index: Int) -> (UInt32, UInt32) { (u32(frameOffset(index) + 8), u32(frameOffset(index) + 12)) }
-        /// Frame `index`'s checksum from `seed`.
-        func sum(of index: Int, from seed: (UInt32, UInt32)) -> (UInt32, UInt32) {
+        /// Frame `index`'s checksum from `seed`, its words read in `order` (big-endian when true).
+        func sum(of index: Int, from seed: (UInt32, UInt32), _ order: Bool) -> (UInt32, UInt32) {
             let offset = frameOffset(index)
-            let next = checksum(log, from: offset, count: 8, bigEndian: bigEndian, seed: seed)
-            return checksum(log, from: offset + frameHeaderSize, count: pageSize, bigEndian: bigEndian, seed: next)
+            let next = checksum(log, from: offset, count: 8, bigEndian: order, seed: seed)
+            return checksum(log, from: offset + frameHeaderSize, count: pageSize, bigEndian: order, seed: next)
         }
         /// The checksums frame `index` stores (-1: the log header's).
         func stored(_ index: Int) -> (UInt32, UInt32) {
@@ -115,7 +115,7 @@ enum WALScanner {
             var seed = stored(-1)
             broken = frames
             for index in 0..<frames {
-                let next = sum(of: index, from: seed)
+                let next = sum(of: index, from: seed, bigEndian)
                 guard u32(frameOffset(index)) != 0, saltsOf(index) == salts, next == stored(index) else {
                     broken = index
                     break
@@ -128,21 +128,25 @@ enum WALScanner {
         /// Whether frame `index`'s own checksum holds, started from the checksums the frame before
         /// stores, or from what they should be (the frame before recomputed from the one before
         /// it: damage to the stored checksums alone must not hide the frames after them).
-        func holds(_ index: Int) -> Bool {
+        func holds(_ index: Int, _ order: Bool) -> Bool {
             let expected = stored(index)
-            if sum(of: index, from: stored(index - 1)) == expected { return true }
-            let shouldBe = index == 0 ? checksum(log, from: 0, count: 24, bigEndian: bigEndian, seed: (0, 0))
-                : sum(of: index - 1, from: stored(index - 2))
-            return sum(of: index, from: shouldBe) == expected
+            if sum(of: index, from: stored(index - 1), order) == expected { return true }
+            let shouldBe = index == 0 ? checksum(log, from: 0, count: 24, bigEndian: order, seed: (0, 0))
+                : sum(of: index - 1, from: stored(index - 2), order)
+            return sum(of: index, from: shouldBe, order) == expected
         }
         // Beyond the break: commit frames with the log's salts (the first frame's, when the
         // header's may be the damage) whose own checksum holds. Frame 1 counts only after a
         // damaged header (with a valid one, recovery accepted it or it is the break).
+        // A damaged header's magic may be the damage, and its low bit names the checksums' byte
+        // order (a flip of that bit leaves a valid magic): both orders are tried then.
         let logSalts = headerValid || saltsOf(0) == salts ? salts : saltsOf(0)
         var lost: [Int] = []
-        for index in (headerValid ? broken + 1 : 0)..<frames {
-            guard u32(frameOffset(index)) != 0, u32(frameOffset(index) + 4) != 0, saltsOf(index) == logSalts else { continue }
-            if holds(index) { lost.append(index + 1) }
+        for order in headerValid ? [bigEndian] : [bigEndian, !bigEndian] where lost.isEmpty {
+            for index in (headerValid ? broken + 1 : 0)..<frames {
+                guard u32(frameOffset(index)) != 0, u32(frameOffset(index) + 4) != 0, saltsOf(index) == logSalts else { continue }
+                if holds(index, order) { lost.append(index + 1) }
+            }
         }
         guard !lost.isEmpty else { return nil }
         return WALDamage(path: path, brokenFrame: headerValid ? broken + 1 : 0, frames: frames, keptTransactions: kept,
