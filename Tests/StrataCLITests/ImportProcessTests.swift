@@ -186,39 +186,45 @@ struct ImportProcessTests {
 
     @Test func twoImportersWithOverlappingKeysLeaveNoDuplicate() throws {
         let directory = TemporaryDirectory(inMemory: "strata-import-race")
-        let a = FlightFile(keys: 0..<6_000, variant: 0, seed: Self.seed, badRows: 0)
+        // Each file long enough, and its batches small enough, that the two importers run at the
+        // same time for many commits each (with one statement a row, 6,000 rows in batches of
+        // 250 took tens of milliseconds: one importer could finish before the other started).
+        let (perFile, overlap) = (12_000, 6_000)
+        let total = 2 * perFile - overlap
+        let a = FlightFile(keys: 0..<perFile, variant: 0, seed: Self.seed, badRows: 0)
         // B runs from its last key down, so that the two meet inside the overlap: each file's
         // rows are written there first by one importer, then written over by the other.
-        let b = FlightFile(keys: 3_000..<9_000, variant: 1, seed: Self.seed, badRows: 0, descending: true)
+        let b = FlightFile(keys: (perFile - overlap)..<total, variant: 1, seed: Self.seed, badRows: 0, descending: true)
         let aURL = directory.file("a.csv"), bURL = directory.file("b.csv")
         try Data(a.text.utf8).write(to: aURL)
         try Data(b.text.utf8).write(to: bURL)
         let aRows = Dictionary(uniqueKeysWithValues: a.rows.map { ($0.code, $0) })
         let bRows = Dictionary(uniqueKeysWithValues: b.rows.map { ($0.code, $0) })
-        var rows = 0, duplicates = 0, fromA = 0, fromB = 0
+        var rows = 0, duplicates = 0, fromA = 0, fromB = 0, racedRounds = 0
         for round in 0..<Self.raceRounds {
             let store = directory.file("race-\(round).sqlite")
             try Self.makeStore(at: store)
             // Started together; batches of different sizes so that their commits interleave.
-            let first = try ImportRun(Self.importArguments(store: store, csv: aURL, batch: 250, json: true), directory: directory, label: "a-\(round)")
-            let second = try ImportRun(Self.importArguments(store: store, csv: bURL, batch: 400, json: true), directory: directory, label: "b-\(round)")
+            let first = try ImportRun(Self.importArguments(store: store, csv: aURL, batch: 60, json: true), directory: directory, label: "a-\(round)")
+            let second = try ImportRun(Self.importArguments(store: store, csv: bURL, batch: 97, json: true), directory: directory, label: "b-\(round)")
             let (endA, endB) = (first.finish(), second.finish())
             try #require(endA.exitedNormally && endA.status == 0, "round \(round), import A: \(endA)")
             try #require(endB.exitedNormally && endB.status == 0, "round \(round), import B: \(endB)")
             let (summaryA, summaryB) = (try endA.summary(), try endB.summary())
-            #expect(summaryA.inserted + summaryB.inserted == 9_000 && summaryA.rejected + summaryB.rejected == 0,
+            #expect(summaryA.inserted + summaryB.inserted == total && summaryA.rejected + summaryB.rejected == 0,
                     "round \(round): A \(summaryA), B \(summaryB)")
-            #expect(summaryA.inserted + summaryA.updated + summaryA.unchanged == 6_000 && summaryB.inserted + summaryB.updated + summaryB.unchanged == 6_000)
+            #expect(summaryA.inserted + summaryA.updated + summaryA.unchanged == perFile && summaryB.inserted + summaryB.updated + summaryB.unchanged == perFile)
 
             let found = try Self.readStore(store)
             rows = found.flights.count
             duplicates += found.duplicates
-            #expect(found.flights.count == 9_000 && found.duplicates == 0, "round \(round): \(found.flights.count) rows, \(found.duplicates) duplicates")
+            #expect(found.flights.count == total && found.duplicates == 0, "round \(round): \(found.flights.count) rows, \(found.duplicates) duplicates")
             var wrong: [String] = []
+            var (roundA, roundB) = (0, 0)
             for flight in found.flights {
                 switch (aRows[flight.code], bRows[flight.code]) {
                 case let (fileA?, fileB?):
-                    if flight == fileA { fromA += 1 } else if flight == fileB { fromB += 1 } else { wrong.append("\(flight) is neither \(fileA) nor \(fileB)") }
+                    if flight == fileA { roundA += 1 } else if flight == fileB { roundB += 1 } else { wrong.append("\(flight) is neither \(fileA) nor \(fileB)") }
                 case let (only?, nil), let (nil, only?):
                     if flight != only { wrong.append("\(flight) is not its file's \(only)") }
                 case (nil, nil):
@@ -226,11 +232,19 @@ struct ImportProcessTests {
                 }
             }
             #expect(wrong.isEmpty, "round \(round): \(wrong.count) wrong rows: \(wrong.prefix(3).joined(separator: "; "))")
-            #expect(found.history.deletes == 0 && found.history.inserts.values.allSatisfy { $0 == 1 } && found.history.inserts.count == 9_000,
-                    "round \(round): \(found.history.problem(rows: 9_000) ?? "")")
+            #expect(found.history.deletes == 0 && found.history.inserts.values.allSatisfy { $0 == 1 } && found.history.inserts.count == total,
+                    "round \(round): \(found.history.problem(rows: total) ?? "")")
+            fromA += roundA
+            fromB += roundB
+            if roundA > 0 && roundB > 0 { racedRounds += 1 }
         }
         print("import-race: rounds=\(Self.raceRounds) rows=\(rows) duplicates=\(duplicates)")
-        print("import-race overlap: from-a=\(fromA) from-b=\(fromB) seed=\(Self.seed)")
+        // How often the two met inside the overlap (each file's values kept on one side of the
+        // meeting point): printed, not asserted. Since the importer parses inside its batches'
+        // transactions, one importer's commits follow each other with almost no gap, and the
+        // other, waiting in SQLite's busy handler, rarely gets the lock until the first is done
+        // (0 rounds in most runs): the invariants above hold either way.
+        print("import-race overlap: from-a=\(fromA) from-b=\(fromB) rounds-where-both-won-rows=\(racedRounds) seed=\(Self.seed)")
     }
 
     // MARK: 3. A results controller following an import
