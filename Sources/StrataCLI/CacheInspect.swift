@@ -40,7 +40,8 @@ struct CacheInspectCommand: ParsableCommand {
         var inspection = CacheInspection(report: report)
         if case .success(let file) = try inspector.cacheFile(named: name) {
             let bytes = try? inspector.caches().read(named: name)
-            inspection.add(file, layout: bytes.flatMap(CacheInspection.Layout.init), limit: limit)
+            inspection.add(file, layout: bytes.flatMap(CacheInspection.Layout.init),
+                           changeRecordCount: bytes.flatMap { try? SectionCacheFile.header(of: $0) }?.changeRecords, limit: limit)
         }
         if json { return try printJSON(inspection) }
         inspection.print()
@@ -59,7 +60,10 @@ struct CacheInspection: Codable, Equatable {
         var headerLength: Int
         var bodyLength: Int
         var compressedLength: Int
+        /// The body's CRC-32.
         var checksum: String
+        /// Bytes of change records after the body (format version 2).
+        var changeRecordBytes: Int?
     }
     struct Entity: Codable, Equatable {
         var name: String
@@ -96,8 +100,11 @@ struct CacheInspection: Codable, Equatable {
     var summary: String?
     var sections: [Section]?
     var entity: String?
-    /// The first `limit` primary keys, in the controller's order.
+    /// The first `limit` primary keys, in the controller's order (as the body holds them).
     var ids: [Int64]?
+    /// Change records after the body, and the IDs they name: a reader places those again from the store.
+    var changeRecords: Int?
+    var pendingIDs: [Int64]?
     var limit: Int?
 
     init(report: CacheReport) {
@@ -109,7 +116,7 @@ struct CacheInspection: Codable, Equatable {
         storeGeneration = report.storeGeneration
     }
 
-    mutating func add(_ file: SectionCacheFile, layout: Layout?, limit: Int) {
+    mutating func add(_ file: SectionCacheFile, layout: Layout?, changeRecordCount: Int?, limit: Int) {
         header = Header(storeUUID: file.stamp.storeUUID.uuidString, generation: file.stamp.generation,
                         nonce: Format.hex(file.stamp.nonce), modelHash: file.stamp.modelHash,
                         entities: file.stamp.entities.keys.sorted().map {
@@ -125,6 +132,8 @@ struct CacheInspection: Codable, Equatable {
         }
         ids = Array(file.keys.prefix(limit))
         self.limit = limit
+        changeRecords = (changeRecordCount ?? 0) > 0 ? changeRecordCount : nil
+        pendingIDs = file.pendingKeys.isEmpty ? nil : Array(file.pendingKeys.prefix(max(limit, 1)))
     }
 
     func print() {
@@ -148,6 +157,11 @@ struct CacheInspection: Codable, Equatable {
             }
             fields.append(["sections", "\(header.sectionCount)"])
             fields.append(["objects", "\(header.objectCount)"])
+            if let bytes = header.layout?.changeRecordBytes, bytes > 0 {
+                fields.append(["change records", "\(changeRecords ?? 0) (\(Format.bytes(Int64(bytes)))) after the body; "
+                               + "\(pendingIDs?.count ?? 0) ID(s) to place again from the store"
+                               + (pendingIDs.map { ": " + $0.prefix(10).map { "\(entity ?? "")/\($0)" }.joined(separator: ", ") } ?? "")])
+            }
         }
         if let request, let summary {
             fields.append(["request", summary])
@@ -182,9 +196,10 @@ extension CacheInspection.Layout {
         }
         guard bytes.count >= 20, let version = integer(at: 8, 2), let reserved = integer(at: 10, 2),
               let headerLength = integer(at: 12, 4), let body = integer(at: 16 + headerLength - 8, 4),
-              let compressed = integer(at: 16 + headerLength - 4, 4), let crc = integer(at: bytes.count - 4, 4) else { return nil }
+              let compressed = integer(at: 16 + headerLength - 4, 4), let crc = integer(at: 16 + headerLength + compressed, 4) else { return nil }
         self.init(magic: String(decoding: bytes[0..<8], as: UTF8.self), formatVersion: version, reserved: reserved,
                   headerLength: headerLength, bodyLength: body, compressedLength: compressed,
-                  checksum: String(format: "%08x", crc))
+                  checksum: String(format: "%08x", crc),
+                  changeRecordBytes: version >= 2 ? bytes.count - (16 + headerLength + compressed + 4) : nil)
     }
 }

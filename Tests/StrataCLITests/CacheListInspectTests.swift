@@ -126,7 +126,8 @@ import StrataTestSupport
         let layout = try #require(header["layout"] as? [String: Any])
         let headerLength = Int(bytes[12]) | Int(bytes[13]) << 8 | Int(bytes[14]) << 16 | Int(bytes[15]) << 24
         #expect(layout["magic"] as? String == "STRATASC")
-        #expect(layout["formatVersion"] as? Int == 1)
+        #expect(layout["formatVersion"] as? Int == 2)
+        #expect(layout["changeRecordBytes"] as? Int == 0)
         #expect(layout["reserved"] as? Int == 0)
         #expect(layout["headerLength"] as? Int == headerLength)
         #expect(layout["compressedLength"] as? Int == bytes.count - 16 - headerLength - 4)
@@ -162,7 +163,7 @@ import StrataTestSupport
         let lines = result.output.lines
         #expect(lines.contains("cache       by-category"))
         #expect(lines.contains("status      valid"))
-        #expect(lines.contains("format      STRATASC version 1, reserved 0"))
+        #expect(lines.contains("format      STRATASC version 2, reserved 0"))
         #expect(lines.contains("generation  1 (the store is at 1)"))
         #expect(lines.contains("sections    3"))
         #expect(lines.contains("objects     9"))

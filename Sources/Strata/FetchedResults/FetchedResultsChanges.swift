@@ -243,9 +243,12 @@ public struct FetchedResultsTracking: Sendable, Equatable {
     public var rowsEvaluated = 0
     /// Unchanged rows whose sort values were read to place a changed row (a binary search).
     public var rowsProbed = 0
-    /// Times the rows' versions were read for a layout served from a cache file (once, when
-    /// tracking starts on it).
+    /// Times the rows' versions were read for a layout served from a version 1 cache file
+    /// (once, when tracking starts on it: such a file holds no stamps).
     public var stampLoads = 0
+    /// Times tracking started on a layout served from a cache file that held its rows' stamps:
+    /// only the store's stamp was read, to check that it had not moved on.
+    public var stampChecks = 0
     /// Placements started again because a listed row read otherwise than the layout placed it
     /// (changed by a commit not yet merged, or by an edit not yet reported): that row was placed
     /// again with the changed ones.

@@ -63,7 +63,8 @@ extension AnyFetchedResultsController {
     func registerCacheRefresher(_ plan: FetchPlan) {
         guard let cacheName else { return }
         let refresher = CacheRefresher(
-            name: cacheName, sql: plan.keyAndSortValuesSQL(), arguments: plan.arguments,
+            name: cacheName, sql: plan.keyAndSortValuesSQL(withVersion: true), versionColumn: Int32(1 + plan.sortValueSQL.count),
+            arguments: plan.arguments,
             sectioned: sectionNameKeyPath != nil, entities: plan.entities,
             request: CanonicalRequest(plan.request, sectionKeyPath: sectionNameKeyPath),
             incremental: IncrementalRefreshPlan(plan), pending: Locked(false))
@@ -73,26 +74,68 @@ extension AnyFetchedResultsController {
     /// The cache file of a layout.
     static func cacheFile(_ rows: FetchedRows, stamp: SectionCacheStamp, request: CanonicalRequest) -> SectionCacheFile {
         var keys: [Int64] = []
+        var stamps: [UInt32] = []
         keys.reserveCapacity(rows.count)
+        stamps.reserveCapacity(rows.count)
         for section in rows.sections {
-            for chunk in section.chunks { keys.append(contentsOf: rows.chunks[Int(chunk)].keys) }
+            for chunk in section.chunks {
+                keys.append(contentsOf: rows.chunks[Int(chunk)].keys)
+                stamps.append(contentsOf: rows.chunks[Int(chunk)].stamps)
+            }
         }
         // An unsectioned layout's kept empty section is not written: a file's sections hold rows.
         let sections = rows.sections.filter { $0.count > 0 }.map {
             SectionCacheSection(value: $0.value, name: $0.name, indexTitle: $0.indexTitle, count: $0.count)
         }
-        return SectionCacheFile(stamp: stamp, request: request, sections: sections, keys: keys)
+        return SectionCacheFile(stamp: stamp, request: request, sections: sections, keys: keys, stamps: stamps)
     }
 
-    /// Reads and checks cache `name`: structure, request, stamp against the store now, body.
+    /// Reads and checks cache `name`: structure, request, stamp against the store now, body;
+    /// and places the keys its change records name again, reading them in the same read
+    /// transaction as the stamp it is checked against.
     private func validatedCache(_ name: String, _ caches: SectionCacheStore, _ plan: FetchPlan,
                                 _ request: CanonicalRequest) throws(SectionCacheRejection) -> SectionCacheFile {
         let data = try caches.read(named: name)
         let header = try SectionCacheFile.header(of: data)
         guard header.request == request else { throw .otherRequest }
-        guard let metadata = try? managedObjectContext.coordinator.metadata() else { throw .unreadable }
-        if let stale = header.stamp.staleness(against: SectionCacheStamp(metadata, entities: plan.entities)) { throw stale }
-        let file = try SectionCacheFile.decodeBody(data, header)
+        var file: SectionCacheFile
+        if header.pendingKeys.isEmpty {
+            guard let metadata = try? managedObjectContext.coordinator.metadata() else { throw .unreadable }
+            if let stale = header.stamp.staleness(against: SectionCacheStamp(metadata, entities: plan.entities)) { throw stale }
+            file = try SectionCacheFile.decodeBody(data, header)
+        } else {
+            // Records name keys changed since the body: the body is inflated first (a corrupt one
+            // is rejected as such), then checked and brought up to date in one read transaction.
+            file = try SectionCacheFile.decodeBody(data, header)
+            let sectioned = sectionNameKeyPath != nil
+            let outcome: Result<SectionCacheFile, SectionCacheRejection>
+            do {
+                outcome = try managedObjectContext.coordinator.withReader { db in
+                    try db.transaction(.deferred) { () throws -> Result<SectionCacheFile, SectionCacheRejection> in
+                        let metadata = try StoreCoordinator.readMetadata(db)
+                        if let stale = header.stamp.staleness(against: SectionCacheStamp(metadata, entities: plan.entities)) {
+                            return .failure(stale)
+                        }
+                        // Only an incremental plan's refreshes append records: anything else is a file to rebuild.
+                        guard let incremental = IncrementalRefreshPlan(plan) else { return .failure(.entityChanged) }
+                        var statistics = SectionCacheRefreshStatistics()
+                        var base = file
+                        base.pendingKeys = []
+                        let placed = try base.applying(Set(header.pendingKeys), incremental, arguments: plan.arguments,
+                                                       sectioned: sectioned, on: db, stamp: header.stamp, statistics: &statistics)
+                        self.managedObjectContext.coordinator.caches.tally.withLock {
+                            $0.rowsPlacedOnServe += statistics.changedRowsRead
+                            $0.probesOnServe += statistics.probes
+                        }
+                        guard let placed else { return .failure(.entityChanged) }
+                        return .success(placed)
+                    }
+                }
+            } catch {
+                throw .unreadable
+            }
+            file = try outcome.get()
+        }
         // Sections must be in the order the first sort key gives (one `.null` section when unsectioned).
         let order = sectionOrder
         if sectionNameKeyPath == nil {
@@ -104,15 +147,17 @@ extension AnyFetchedResultsController {
         return file
     }
 
-    /// Installs a validated cache file. Stamps are not stored in the file: they read as unknown
-    /// until the next re-run of the request.
+    /// Installs a validated cache file. A version 2 file holds the rows' version stamps, so
+    /// that tracking can start without reading the rows again; a version 1 file's stamps read
+    /// as unknown until tracking loads them (``loadStampsOfCachedLayout(_:)``).
     private func installFromCache(_ file: SectionCacheFile) {
         var rows = FetchedRows(keepsOneSection: sectionNameKeyPath == nil)
         var offset = 0
         for section in file.sections {
             let (name, title) = makeSection(section.value)
             rows.appendSection(value: section.value, name: name, indexTitle: title,
-                               keys: file.keys[offset..<(offset + section.count)])
+                               keys: file.keys[offset..<(offset + section.count)],
+                               stamps: file.stamps?[offset..<(offset + section.count)])
             offset += section.count
         }
         self.rows = rows
@@ -121,6 +166,7 @@ extension AnyFetchedResultsController {
         relatedValuesLoaded = false
         needsRerun = false
         servedCacheStamp = file.stamp
+        servedWithStamps = file.stamps != nil
         contentStamped = []
         placedByNewerRead = []
     }

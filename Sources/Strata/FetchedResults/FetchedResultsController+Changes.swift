@@ -443,15 +443,28 @@ extension AnyFetchedResultsController {
         var all: Set<Int64> { inserted.union(updated).union(deleted).union(refreshed).union(invalidated) }
     }
 
-    /// A layout served from a cache file has no stamps (the file holds none). When tracking
-    /// starts on one, the rows' versions are read (one statement, no sort unless the request has
-    /// a window) in the same read transaction as the store's stamp: while the store is still the
-    /// one the cache showed, they become the stamps; otherwise the layout is fetched again. Without
-    /// stamps, a row that another connection changes without moving it could not be told from
-    /// one it did not touch (see ``StoreCoordinator/processExternalChanges()``).
+    /// When tracking starts on a layout served from a cache file: a version 2 file held the rows'
+    /// version stamps, so only the store's stamp is read (one small read): while the store is
+    /// still the one the cache showed, the layout is as a fetch would leave it; otherwise it is
+    /// fetched again. A version 1 file held no stamps: the rows' versions are read (one
+    /// statement, no sort unless the request has a window) in the same read transaction as the
+    /// store's stamp. Without stamps, a row that another connection changes without moving it
+    /// could not be told from one it did not touch (see ``StoreCoordinator/processExternalChanges()``).
     func loadStampsOfCachedLayout(_ plan: FetchPlan) throws {
         guard let served = servedCacheStamp else { return }
         let context = managedObjectContext
+        if servedWithStamps {
+            let metadata = try context.coordinator.withReader { try StoreCoordinator.readMetadata($0) }
+            trackingStatistics.stampChecks += 1
+            guard served.staleness(against: SectionCacheStamp(metadata, entities: plan.entities)) == nil,
+                  !context.chainHasPendingChanges(plan.entities) else {
+                install(try fetchRows(plan))
+                return
+            }
+            servedCacheStamp = nil
+            servedWithStamps = false
+            return
+        }
         let windowed = plan.request.fetchLimit != nil || plan.request.fetchOffset > 0
         let columns = "t0.\(quoted(primaryKeyColumn)), t0.\(quoted(versionColumn))"
         let sql = windowed ? plan.selectSQL(columns) : "SELECT \(columns) FROM \(plan.info.table) AS t0" + plan.joinSQL + plan.whereSQL

@@ -143,11 +143,12 @@ public class AnyFetchedResultsController {
         set { storedTrackingStatistics = newValue }
     }
     private var storedTrackingStatistics = FetchedResultsTracking()
-    /// False after a layout came from a cache file (which stores no stamps): a re-run then can't
-    /// tell value-only changes of rows nobody named.
-    /// False while the layout came from a cache file (which stores no stamps), until tracking
-    /// loads its rows' versions.
-    var stampsKnown: Bool { servedCacheStamp == nil }
+    /// False while the layout came from a version 1 cache file (which stores no stamps), until
+    /// tracking loads its rows' versions: a re-run then can't tell value-only changes of rows
+    /// nobody named.
+    var stampsKnown: Bool { servedCacheStamp == nil || servedWithStamps }
+    /// The layout came from a cache file that holds its rows' version stamps (format version 2).
+    var servedWithStamps = false
     /// The rows whose stamp is a content stamp (placed from a context's memory: the follow path,
     /// or a fetch over unsaved changes); the others carry version stamps read from the store.
     /// See ``contentStamp(_:)``.
@@ -159,7 +160,8 @@ public class AnyFetchedResultsController {
     /// good (stream model test, route 0 with another process's bursts). The next follow places
     /// them again by what the context shows.
     var placedByNewerRead = Set<Int64>()
-    /// The stamp of the cache file the layout came from, until the rows' stamps are loaded.
+    /// The stamp of the cache file the layout came from, until tracking starts (and checks that
+    /// the store is still at it) or the rows' stamps are loaded.
     var servedCacheStamp: SectionCacheStamp?
     /// Set when following a change failed: the next change re-runs the request.
     var needsRerun = false

@@ -113,10 +113,11 @@ struct FetchedRows: Sendable {
         return x == y || memcmp(x, y, a.count) == 0
     }
 
-    /// Appends a whole section after the last one, its keys in order, chunk by chunk (stamps
-    /// unknown: 0). For installing a cache file.
+    /// Appends a whole section after the last one, its keys in order, chunk by chunk, with
+    /// their stamps (unknown, 0, when not given). For installing a cache file.
     /// The keys' locations are not recorded: the caller rebuilds them (`locations(of:)`).
-    mutating func appendSection(value: SQLiteValue, name: String, indexTitle: String?, keys: ArraySlice<Int64>) {
+    mutating func appendSection(value: SQLiteValue, name: String, indexTitle: String?, keys: ArraySlice<Int64>,
+                                stamps: ArraySlice<UInt32>? = nil) {
         var section = Section(value: value, name: name, indexTitle: indexTitle, chunks: [], count: keys.count)
         if keepsOneSection, let only = sections.last, only.count == 0 {
             // The one section of an unsectioned layout, still empty: the keys go there.
@@ -128,7 +129,9 @@ struct FetchedRows: Sendable {
         var start = keys.startIndex
         while start < keys.endIndex {
             let end = min(start + FetchedRows.chunkCapacity, keys.endIndex)
-            let chunk = newChunk(Chunk(keys: Array(keys[start..<end]), stamps: Array(repeating: 0, count: end - start), sectionValue: value))
+            let stampsOfChunk = stamps.map { Array($0[(start - keys.startIndex + $0.startIndex)..<(end - keys.startIndex + $0.startIndex)]) }
+            let chunk = newChunk(Chunk(keys: Array(keys[start..<end]), stamps: stampsOfChunk ?? Array(repeating: 0, count: end - start),
+                                       sectionValue: value))
             section.chunks.append(chunk)
             start = end
         }

@@ -267,8 +267,8 @@ struct FetchPlan {
     /// `keyAndSortValuesSQL()` restricted to the root rows whose keys are in the JSON array bound
     /// to the last parameter (after ``arguments``): the rows of a commit's changed keys that the
     /// request selects, in the request's order.
-    func keyAndSortValuesSQL(amongKeysAt parameter: Int) -> String {
-        "SELECT " + (["t0.\(quoted(primaryKeyColumn))"] + sortValueSQL).joined(separator: ", ")
+    func keyAndSortValuesSQL(amongKeysAt parameter: Int, withVersion: Bool = false) -> String {
+        "SELECT " + (["t0.\(quoted(primaryKeyColumn))"] + sortValueSQL + (withVersion ? ["t0.\(quoted(versionColumn))"] : [])).joined(separator: ", ")
             + " FROM \(info.table) AS t0" + joinSQL
             + whereSQL(and: "t0.\(quoted(primaryKeyColumn)) IN (SELECT value FROM json_each(?\(parameter)))") + orderSQL
     }

@@ -141,9 +141,18 @@ extension StoreInspector {
     public func verifyCache(named name: String, directory: URL? = nil, limit: Int = 10) throws(InspectionError) -> CacheVerification {
         let report = try cacheReport(named: name, directory: directory)
         var differences: [String] = []
-        guard case .success(let file) = try cacheFile(named: name, directory: directory) else {
+        guard case .success(var file) = try cacheFile(named: name, directory: directory) else {
             differences.append("the file is \(report.status.rawValue): \(report.reason ?? "?")")
             return CacheVerification(name: name, report: report, matches: false, differences: differences)
+        }
+        if !file.pendingKeys.isEmpty {
+            // Keys its change records name are placed again from the store, as a controller would.
+            do {
+                file = try placingPendingKeys(file)
+            } catch .sqlite(let message) {
+                differences.append("the keys the change records name can't be placed: \(message)")
+                return CacheVerification(name: name, report: report, matches: false, differences: differences)
+            }
         }
         if report.status != .valid { differences.append("the file is \(report.status.rawValue): \(report.reason ?? "?")") }
         let fresh: SectionCacheFile
@@ -171,6 +180,23 @@ extension StoreInspector {
             differences.append("object \(index): key \(cached) in the cache, \(stored) in the store")
         }
         return CacheVerification(name: name, report: report, matches: differences.isEmpty, differences: Array(differences.prefix(limit)))
+    }
+
+    /// `file` with the keys its change records name taken out and placed again where the store
+    /// puts them now (one read transaction), as a results controller serving it does.
+    func placingPendingKeys(_ file: SectionCacheFile) throws(InspectionError) -> SectionCacheFile {
+        let model = try model()
+        let placed: SectionCacheFile? = try read { db in
+            let plan = try FetchPlan(try file.request.fetchRequest(), schema: model.schema)
+            guard let incremental = IncrementalRefreshPlan(plan) else { return nil }
+            var base = file
+            base.pendingKeys = []
+            var statistics = SectionCacheRefreshStatistics()
+            return try base.applying(Set(file.pendingKeys), incremental, arguments: plan.arguments,
+                                     sectioned: file.request.sectionKeyPath != nil, on: db, stamp: file.stamp, statistics: &statistics)
+        }
+        guard let placed else { throw .sqlite("the cached request's order does not keep its sections together, or it has a window") }
+        return placed
     }
 
     /// Removes the selected caches (nothing with `dryRun`); returns their names. Each removal is

@@ -349,13 +349,16 @@ public struct StoreInspector: Sendable {
 extension SectionCacheFile {
     /// Runs `sql` (primary key, then the section key's value when sectioned, then anything) and
     /// cuts sections from the ordered rows: what the request holds. Default index titles.
-    static func compute(_ sql: String, _ arguments: [SQLiteValue], sectioned: Bool, on db: Connection,
+    /// With `versionAt`, the column of each row's `_version`: the file holds their stamps.
+    static func compute(_ sql: String, _ arguments: [SQLiteValue], sectioned: Bool, versionAt: Int32? = nil, on db: Connection,
                         stamp: SectionCacheStamp, request: CanonicalRequest) throws -> SectionCacheFile {
         var sections: [SectionCacheSection] = []
         var keys: [Int64] = []
+        var stamps: [UInt32] = []
         let statement = try db.cachedStatement(sql)
         try statement.bind(arguments)
         try statement.forEachRow { row in
+            if let versionAt { stamps.append(AnyFetchedResultsController.versionStamp(row.int64(at: versionAt))) }
             let value: SQLiteValue = sectioned ? AnyFetchedResultsController.sectionValue(row.value(at: 1)) : .null
             if let last = sections.last, ScalarOrder.compare(last.value, value) == 0 {
                 sections[sections.count - 1].count += 1
@@ -366,6 +369,6 @@ extension SectionCacheFile {
             }
             keys.append(row.int64(at: 0))
         }
-        return SectionCacheFile(stamp: stamp, request: request, sections: sections, keys: keys)
+        return SectionCacheFile(stamp: stamp, request: request, sections: sections, keys: keys, stamps: versionAt == nil ? nil : stamps)
     }
 }

@@ -103,6 +103,8 @@ public struct POSIXCacheFileSystem: CacheFileSystem {
         guard path.withCString({ unlink($0) }) == 0 || errno == ENOENT else { throw fail("unlink", path) }
     }
 
+    /// Reads the whole file under a shared `flock`: never half of a change record being
+    /// appended (``SectionCacheStore/appendRecord(named:_:)`` holds the exclusive one).
     public func read(at path: FileSystemPath) throws -> Data {
         let fd = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { throw fail("open", path) }
@@ -110,13 +112,22 @@ public struct POSIXCacheFileSystem: CacheFileSystem {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw fail("fstat", path) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw CacheFileError(operation: "read", path: path.description, code: EISDIR) }
+        while flock(fd, LOCK_SH) != 0 {
+            guard errno == EINTR else { throw fail("flock", path) }
+        }
+        return try POSIXCacheFileSystem.readAll(fd, path: path)
+    }
+
+    /// Everything from the start of open file `fd`.
+    static func readAll(_ fd: Int32, path: FileSystemPath) throws -> Data {
+        guard lseek(fd, 0, SEEK_SET) == 0 else { throw CacheFileError(operation: "lseek", path: path.description, code: errno) }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw fail("read", path)
+                throw CacheFileError(operation: "read", path: path.description, code: errno)
             }
             if n == 0 { return data }
             data.append(contentsOf: buffer[..<n])

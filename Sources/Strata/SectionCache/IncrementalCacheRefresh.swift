@@ -13,8 +13,13 @@ internal import StrataSQLite
 /// What a cache refresh did, counted since the coordinator opened: what tests and benchmarks
 /// assert (a single-row commit's refresh reads one row and a few probes, not the list).
 public struct SectionCacheRefreshStatistics: Sendable, Equatable {
-    /// Refreshes that derived the new file from the previous one and the commits' changed keys.
+    /// Refreshes that derived the new file from the previous one and the commits' changed keys:
+    /// by appending a change record (``appended``) or by writing the file again (``compactions``).
     public var incremental = 0
+    /// Refreshes that appended a change record to the file (the commits' keys and stamp; no row read).
+    public var appended = 0
+    /// Refreshes that wrote the file again from the previous one and the keys its records name.
+    public var compactions = 0
     /// Refreshes that re-ran the whole request.
     public var full = 0
     /// Rows the full refreshes read.
@@ -23,15 +28,23 @@ public struct SectionCacheRefreshStatistics: Sendable, Equatable {
     public var changedRowsRead = 0
     /// Order comparisons the incremental refreshes asked SQLite for (each reads two rows by key).
     public var probes = 0
+    /// Rows read back when a results controller served a file with change records (the keys
+    /// they name that the request still selects), and the order comparisons placing them took.
+    public var rowsPlacedOnServe = 0
+    public var probesOnServe = 0
 
     public init() {}
 
     mutating func add(_ other: SectionCacheRefreshStatistics) {
         incremental += other.incremental
+        appended += other.appended
+        compactions += other.compactions
         full += other.full
         fullRowsRead += other.fullRowsRead
         changedRowsRead += other.changedRowsRead
         probes += other.probes
+        rowsPlacedOnServe += other.rowsPlacedOnServe
+        probesOnServe += other.probesOnServe
     }
 }
 
@@ -53,7 +66,7 @@ struct IncrementalRefreshPlan: Sendable {
         guard plan.windowSQL.isEmpty, !plan.relatedEntities.contains(plan.info.name) else { return nil }
         root = plan.info.name
         relatedEntities = plan.relatedEntities
-        changedRowsSQL = plan.keyAndSortValuesSQL(amongKeysAt: plan.arguments.count + 1)
+        changedRowsSQL = plan.keyAndSortValuesSQL(amongKeysAt: plan.arguments.count + 1, withVersion: true)
         probeSQL = plan.orderProbeSQL
     }
 }
@@ -148,16 +161,21 @@ extension SectionCacheFile {
     func applying(_ changed: Set<Int64>, _ plan: IncrementalRefreshPlan, arguments: [SQLiteValue], sectioned: Bool,
                   on db: Connection, stamp: SectionCacheStamp,
                   statistics: inout SectionCacheRefreshStatistics) throws -> SectionCacheFile? {
-        // 1. The file without the changed keys.
+        // 1. The file without the changed keys (and their stamps, when the file holds them).
         var kept: [Int64] = []
         kept.reserveCapacity(keys.count + changed.count)
+        var keptStamps: [UInt32] = []
+        if stamps != nil { keptStamps.reserveCapacity(keys.count + changed.count) }
         var keptSections: [SectionCacheSection] = []
         let low = changed.min() ?? 0, high = changed.max() ?? -1
         var offset = 0
         for section in sections {
             let before = kept.count
-            for key in keys[offset..<(offset + section.count)] where key < low || key > high || !changed.contains(key) {
+            for index in offset..<(offset + section.count) {
+                let key = keys[index]
+                guard key < low || key > high || !changed.contains(key) else { continue }
                 kept.append(key)
+                if let stamps { keptStamps.append(stamps[index]) }
             }
             if kept.count > before {
                 var section = section
@@ -168,11 +186,12 @@ extension SectionCacheFile {
         }
 
         // 2. The changed rows the request still selects, in its order.
-        var rows: [(key: Int64, value: SQLiteValue)] = []
+        var rows: [(key: Int64, value: SQLiteValue, stamp: UInt32)] = []
         let select = try db.cachedStatement(plan.changedRowsSQL)
         try select.bind(arguments + [.text(StoreCoordinator.jsonKeys(changed.sorted()))])
         try select.forEachRow { row in
-            rows.append((row.int64(at: 0), sectioned ? AnyFetchedResultsController.sectionValue(row.value(at: 1)) : .null))
+            rows.append((row.int64(at: 0), sectioned ? AnyFetchedResultsController.sectionValue(row.value(at: 1)) : .null,
+                         AnyFetchedResultsController.versionStamp(row.int64(at: row.columnCount - 1))))
         }
         statistics.changedRowsRead += rows.count
 
@@ -205,6 +224,8 @@ extension SectionCacheFile {
         //    keep sections together: the full query decides.
         var merged: [Int64] = []
         merged.reserveCapacity(kept.count + rows.count)
+        var mergedStamps: [UInt32] = []
+        if stamps != nil { mergedStamps.reserveCapacity(kept.count + rows.count) }
         var mergedSections: [SectionCacheSection] = []
         var created: [SQLiteValue] = []
         func add(_ value: SQLiteValue, count: Int, like section: SectionCacheSection?) -> Bool {
@@ -233,12 +254,14 @@ extension SectionCacheFile {
             func chunk(upTo stop: Int) {
                 guard stop > cursor else { return }
                 merged.append(contentsOf: kept[cursor..<stop])
+                if stamps != nil { mergedStamps.append(contentsOf: keptStamps[cursor..<stop]) }
                 if !add(section.value, count: stop - cursor, like: section) { runs += 1 }
                 cursor = stop
             }
             while next < rows.count, positions[next] < end {
                 chunk(upTo: positions[next])
                 merged.append(rows[next].key)
+                mergedStamps.append(rows[next].stamp)
                 _ = add(rows[next].value, count: 1, like: nil)
                 next += 1
             }
@@ -248,11 +271,13 @@ extension SectionCacheFile {
         }
         while next < rows.count {
             merged.append(rows[next].key)
+            mergedStamps.append(rows[next].stamp)
             _ = add(rows[next].value, count: 1, like: nil)
             next += 1
         }
         for value in created where mergedSections.filter({ ScalarOrder.compare($0.value, value) == 0 }).count > 1 { return nil }
         if !sectioned, mergedSections.count > 1 { return nil }
-        return SectionCacheFile(stamp: stamp, request: request, sections: mergedSections, keys: merged)
+        return SectionCacheFile(stamp: stamp, request: request, sections: mergedSections, keys: merged,
+                                stamps: stamps == nil ? nil : mergedStamps)
     }
 }

@@ -146,28 +146,47 @@ public struct SectionCacheSection: Sendable, Equatable {
     public var count: Int
 }
 
-/// A section cache file's contents: its stamp, its request, the section table and the ordered
-/// primary keys. The format is described in the "Section Cache Format" article.
+/// A section cache file's contents: its stamp, its request, the section table, the ordered
+/// primary keys and their rows' version stamps; and the keys changed since (appended records).
+/// The format is described in the "Section Cache Format" article.
 public struct SectionCacheFile: Sendable, Equatable {
     public static let magic = Array("STRATASC".utf8)
-    public static let formatVersion: UInt16 = 1
+    /// Version 2: the body holds the rows' version stamps, and change records may follow the
+    /// body. Version 1 files (no stamps, no records) are still read.
+    public static let formatVersion: UInt16 = 2
+    static let recordMagic = Array("SCDR".utf8)
 
+    /// The committed store state the file describes: the last change record's, else the body's.
     public var stamp: SectionCacheStamp
     public var request: CanonicalRequest
     public var sections: [SectionCacheSection]
-    /// Primary keys, section after section, in order.
+    /// Primary keys, section after section, in order (``pendingKeys`` still at their old places).
     public var keys: [Int64]
+    /// Each key's version stamp (a hash of its row's `_version` when the body was written), which
+    /// a results controller tracking changes needs; `nil` in a version 1 file.
+    public var stamps: [UInt32]?
+    /// Keys that commits changed after the body was written (from the appended change records):
+    /// a reader takes them out and puts back those the request still selects, at the places the
+    /// store gives them now (``stamp`` is the state it must read them from).
+    public var pendingKeys: [Int64]
+    /// The body's own stamp, when change records follow it (else ``stamp``).
+    var bodyStamp: SectionCacheStamp
 
-    public init(stamp: SectionCacheStamp, request: CanonicalRequest, sections: [SectionCacheSection], keys: [Int64]) {
+    public init(stamp: SectionCacheStamp, request: CanonicalRequest, sections: [SectionCacheSection], keys: [Int64],
+                stamps: [UInt32]? = nil) {
         self.stamp = stamp
         self.request = request
         self.sections = sections
         self.keys = keys
+        self.stamps = stamps
+        pendingKeys = []
+        bodyStamp = stamp
     }
 
     // MARK: Encoding
 
-    /// The file's bytes: header, zlib-compressed body, CRC32 of both.
+    /// The file's bytes: header, zlib-compressed body, CRC32 of both; then, when keys are
+    /// pending, one change record bringing the body's stamp up to ``stamp``.
     public func encoded() -> Data {
         var body = ByteWriter()
         for section in sections {
@@ -181,26 +200,30 @@ public struct SectionCacheFile: Sendable, Equatable {
             }
             body.varint(UInt64(section.count))
         }
-        var previous: Int64 = 0
-        for key in keys {
-            let delta = key &- previous
-            body.varint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)))   // zigzag
-            previous = key
+        body.keys(keys)
+        if let stamps {
+            // Runs of equal stamps: a store whose rows were never edited has one.
+            body.u8(1)
+            var runs: [(length: Int, stamp: UInt32)] = []
+            for stamp in stamps {
+                if let last = runs.last, last.stamp == stamp { runs[runs.count - 1].length += 1 } else { runs.append((1, stamp)) }
+            }
+            body.varint(UInt64(runs.count))
+            for run in runs {
+                body.varint(UInt64(run.length))
+                body.u32(run.stamp)
+            }
+        } else {
+            body.u8(0)
         }
         let compressed = Zlib.deflate(body.bytes)
 
+        // With keys pending, the body keeps its own stamp and a change record carries the file's.
+        let headerStamp = pendingKeys.isEmpty ? stamp : bodyStamp
         var header = ByteWriter()
-        withUnsafeBytes(of: stamp.storeUUID.uuid) { header.bytes.append(contentsOf: $0) }
-        header.i64(stamp.generation)
-        header.bytes8(stamp.nonce)
-        header.string16(stamp.modelHash)
+        header.stamp(headerStamp, withStoreFields: true)
         header.string32(request.json)
-        header.u16(UInt16(stamp.entities.count))
-        for name in stamp.entities.keys.sorted() {
-            header.string16(name)
-            header.i64(stamp.entities[name]!.generation)
-            header.bytes8(stamp.entities[name]!.nonce)
-        }
+        header.entityStamps(headerStamp)
         header.u32(UInt32(sections.count))
         header.u64(UInt64(keys.count))
         header.u32(UInt32(body.bytes.count))
@@ -214,7 +237,28 @@ public struct SectionCacheFile: Sendable, Equatable {
         file.bytes.append(contentsOf: header.bytes)
         file.bytes.append(contentsOf: compressed)
         file.u32(Zlib.crc32(file.bytes))
+        if !pendingKeys.isEmpty {
+            file.bytes.append(contentsOf: SectionCacheFile.changeRecord(stamp: stamp, keys: pendingKeys))
+        }
         return Data(file.bytes)
+    }
+
+    /// A change record: the stamp of a commit (or of several) and the keys of the fetched entity
+    /// it wrote. Appended after a file's last record, it brings the file up to `stamp` without
+    /// re-encoding the body: `SCDR`, the payload's length, the payload, a CRC32 of all of it.
+    static func changeRecord(stamp: SectionCacheStamp, keys: [Int64]) -> [UInt8] {
+        var payload = ByteWriter()
+        payload.stamp(stamp, withStoreFields: false)
+        payload.entityStamps(stamp)
+        let sorted = Array(Set(keys)).sorted()
+        payload.varint(UInt64(sorted.count))
+        payload.keys(sorted)
+        var record = ByteWriter()
+        record.bytes.append(contentsOf: recordMagic)
+        record.u32(UInt32(payload.bytes.count))
+        record.bytes.append(contentsOf: payload.bytes)
+        record.u32(Zlib.crc32(record.bytes))
+        return record.bytes
     }
 
     // MARK: Decoding
@@ -235,45 +279,60 @@ public struct SectionCacheFile: Sendable, Equatable {
         return true
     }
 
-    /// The header alone, checked (magic, version, CRC over the whole file, field structure):
-    /// what validation against a store needs before inflating anything.
+    /// The header alone, checked (magic, version, CRC of the body, field structure), with the
+    /// change records after the body: what validation against a store needs before inflating
+    /// anything.
     public struct Header: Sendable, Equatable {
+        /// The file's stamp: its last sound change record's, else the body's.
         public var stamp: SectionCacheStamp
         public var request: CanonicalRequest
         public var sectionCount: Int
         public var objectCount: Int
+        /// The keys the change records name (sorted, each once).
+        public var pendingKeys: [Int64]
+        /// How many sound change records follow the body.
+        public var changeRecords: Int
+        var formatVersion: UInt16
+        var bodyStamp: SectionCacheStamp
         var bodyLength: Int
         var compressedRange: Range<Int>
+        /// Where the sound part of the file ends: a record torn by a crash (or damaged) starts
+        /// here, and everything from it on is ignored (the file then reads as of an older commit:
+        /// stale, never wrong).
+        var soundLength: Int
     }
 
-    /// Reads and checks the header and the CRC.
+    /// Reads and checks the header, the body's CRC and the change records.
     public static func header(of data: Data) throws(SectionCacheRejection) -> Header {
         let size = data.count
         let prefix = [UInt8](data.prefix(16))
         guard size >= 20 else { throw size >= 8 && Array(prefix[0..<8]) != magic ? .badMagic : .truncated }
         guard Array(prefix[0..<8]) == magic else { throw .badMagic }
         var lead = ByteReader(bytes: prefix, position: 8)
-        guard let version = lead.u16(), version == formatVersion else { throw .unsupportedVersion }
+        guard let version = lead.u16(), version == 1 || version == formatVersion else { throw .unsupportedVersion }
         guard lead.u16() == 0, let headerLength = lead.u32().map(Int.init) else { throw .badHeader }
         guard 16 + headerLength + 4 <= size else { throw .truncated }
-        var trailer = ByteReader(bytes: [UInt8](data.suffix(4)), position: 0)
-        guard let stored = trailer.u32(), stored == Zlib.crc32(data.prefix(size - 4)) else { throw .checksumMismatch }
         // Only the header is copied out of the file; the body is inflated from it in place.
         let bytes = [UInt8](data.prefix(16 + headerLength))
         var reader = ByteReader(bytes: bytes, position: 16)
-        guard let uuidBytes = reader.take(16),
-              let generation = reader.i64(), let nonce = reader.bytes8(),
-              let modelHash = reader.string16(), let requestJSON = reader.string32(),
-              let entityCount = reader.u16() else { throw .badHeader }
-        var entities: [String: SectionCacheStamp.EntityStamp] = [:]
-        for _ in 0..<entityCount {
-            guard let name = reader.string16(), let generation = reader.i64(), let nonce = reader.bytes8(),
-                  entities[name] == nil else { throw .badHeader }
-            entities[name] = SectionCacheStamp.EntityStamp(generation: generation, nonce: Data(nonce))
+        // The body's end, from the header's last field (checked again below with the rest).
+        let declared = bytes.count >= 20 ? Int(bytes[(bytes.count - 4)...].reversed().reduce(UInt32(0)) { ($0 << 8) | UInt32($1) }) : 0
+        let bodyEnd = 16 + headerLength + declared + 4
+        if version == 1 || bodyEnd > size {
+            // Version 1: nothing follows the body. A body longer than the file: the CRC decides
+            // between a file cut short and a damaged length.
+            var trailer = ByteReader(bytes: [UInt8](data.suffix(4)), position: 0)
+            guard let stored = trailer.u32(), stored == Zlib.crc32(data.prefix(size - 4)) else { throw .checksumMismatch }
+        } else {
+            var trailer = ByteReader(bytes: [UInt8](data[(data.startIndex + bodyEnd - 4)..<(data.startIndex + bodyEnd)]), position: 0)
+            guard let stored = trailer.u32(), stored == Zlib.crc32(data.prefix(bodyEnd - 4)) else { throw .checksumMismatch }
         }
+        guard let (storeUUID, generation, nonce, modelHash) = reader.stampFields(),
+              let requestJSON = reader.string32(), let entities = reader.entityStamps() else { throw .badHeader }
         guard let sectionCount = reader.u32(), let objectCount = reader.u64(), let bodyLength = reader.u32(),
               let compressedLength = reader.u32(), reader.position == 16 + headerLength,
-              reader.position + Int(compressedLength) + 4 == size else { throw .badHeader }
+              version == 1 ? reader.position + Int(compressedLength) + 4 == size : reader.position + Int(compressedLength) + 4 <= size
+        else { throw .badHeader }
         // Sizes that bound every allocation decoding makes: each key takes at least one body byte,
         // each section at least one key and seven body bytes (a NULL value, an empty name, no
         // index title, a one-byte count), and zlib inflates at most 1032:1.
@@ -281,17 +340,44 @@ public struct SectionCacheFile: Sendable, Equatable {
               UInt64(sectionCount) * 7 <= UInt64(bodyLength),
               UInt64(bodyLength) <= UInt64(compressedLength) * 1032 + 64 else { throw .badHeader }
         guard let request = try? JSONDecoder().decode(CanonicalRequest.self, from: Data(requestJSON.utf8)) else { throw .badHeader }
-        let uuid = uuidBytes.withUnsafeBufferPointer { buffer in
-            UUID(uuid: (buffer[0], buffer[1], buffer[2], buffer[3], buffer[4], buffer[5], buffer[6], buffer[7],
-                        buffer[8], buffer[9], buffer[10], buffer[11], buffer[12], buffer[13], buffer[14], buffer[15]))
+        let bodyStamp = SectionCacheStamp(storeUUID: storeUUID, generation: generation, nonce: nonce, modelHash: modelHash, entities: entities)
+        var header = Header(stamp: bodyStamp, request: request, sectionCount: Int(sectionCount), objectCount: Int(objectCount),
+                            pendingKeys: [], changeRecords: 0, formatVersion: version, bodyStamp: bodyStamp, bodyLength: Int(bodyLength),
+                            compressedRange: reader.position..<(reader.position + Int(compressedLength)), soundLength: size)
+        if version >= 2 { readChangeRecords(data, from: reader.position + Int(compressedLength) + 4, into: &header) }
+        return header
+    }
+
+    /// The change records from `offset` on, up to the first that is torn or damaged.
+    private static func readChangeRecords(_ data: Data, from offset: Int, into header: inout Header) {
+        var pending = Set<Int64>()
+        var position = offset
+        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            while position + 12 <= bytes.count {
+                guard Array(bytes[position..<(position + 4)]) == recordMagic else { break }
+                let length = Int(bytes[(position + 4)..<(position + 8)].reversed().reduce(UInt32(0)) { ($0 << 8) | UInt32($1) })
+                let end = position + 8 + length + 4
+                guard length <= bytes.count, end <= bytes.count else { break }
+                let stored = bytes[(end - 4)..<end].reversed().reduce(UInt32(0)) { ($0 << 8) | UInt32($1) }
+                guard stored == UInt32(CZlib.crc32(0, bytes.baseAddress! + position, uInt(end - 4 - position))) else { break }
+                var reader = ByteReader(bytes: Array(bytes[(position + 8)..<(end - 4)]), position: 0)
+                guard let generation = reader.i64(), let nonce = reader.bytes8(), let entities = reader.entityStamps(),
+                      let count = reader.varint(), count <= UInt64(length), let keys = reader.keys(count: Int(count)),
+                      reader.position == reader.bytes.count else { break }
+                header.stamp = SectionCacheStamp(storeUUID: header.bodyStamp.storeUUID, generation: generation, nonce: Data(nonce),
+                                                 modelHash: header.bodyStamp.modelHash, entities: entities)
+                pending.formUnion(keys)
+                header.changeRecords += 1
+                position = end
+            }
         }
-        return Header(stamp: SectionCacheStamp(storeUUID: uuid, generation: generation, nonce: Data(nonce), modelHash: modelHash, entities: entities),
-                      request: request, sectionCount: Int(sectionCount), objectCount: Int(objectCount),
-                      bodyLength: Int(bodyLength), compressedRange: reader.position..<(reader.position + Int(compressedLength)))
+        header.pendingKeys = pending.sorted()
+        header.soundLength = position
     }
 
     /// Decodes and checks a whole file: the header, then the body (inflate, structure, counts
-    /// summing to the ID count, IDs unique).
+    /// summing to the ID count, IDs unique, stamps), and the change records' keys.
     public static func decode(_ data: Data) throws(SectionCacheRejection) -> SectionCacheFile {
         let header = try header(of: data)
         return try decodeBody(data, header)
@@ -317,19 +403,29 @@ public struct SectionCacheFile: Sendable, Equatable {
             sections.append(SectionCacheSection(value: value, name: name, indexTitle: title, count: Int(count)))
         }
         guard total == header.objectCount else { throw .countMismatch }
-        var keys: [Int64] = []
-        keys.reserveCapacity(header.objectCount)
-        var previous: Int64 = 0
-        for _ in 0..<header.objectCount {
-            guard let zigzag = reader.varint() else { throw .badBody }
-            let delta = Int64(bitPattern: zigzag >> 1) ^ -Int64(bitPattern: zigzag & 1)
-            previous = previous &+ delta
-            guard previous >= 1 else { throw .badBody }           // primary keys start at 1
-            keys.append(previous)
+        guard let keys = reader.keys(count: header.objectCount) else { throw .badBody }
+        var stamps: [UInt32]?
+        if header.formatVersion >= 2 {
+            guard let present = reader.u8(), present <= 1 else { throw .badBody }
+            if present == 1 {
+                guard let runCount = reader.varint(), runCount <= UInt64(header.objectCount) else { throw .badBody }
+                var all: [UInt32] = []
+                all.reserveCapacity(header.objectCount)
+                for _ in 0..<runCount {
+                    guard let length = reader.varint(), length > 0, length <= UInt64(header.objectCount - all.count),
+                          let stamp = reader.u32() else { throw .badBody }
+                    all.append(contentsOf: repeatElement(stamp, count: Int(length)))
+                }
+                guard all.count == header.objectCount else { throw .badBody }
+                stamps = all
+            }
         }
         guard reader.position == body.count else { throw .badBody }
         guard SectionCacheFile.areUnique(keys) else { throw .duplicateIDs }
-        return SectionCacheFile(stamp: header.stamp, request: header.request, sections: sections, keys: keys)
+        var file = SectionCacheFile(stamp: header.stamp, request: header.request, sections: sections, keys: keys, stamps: stamps)
+        file.bodyStamp = header.bodyStamp
+        file.pendingKeys = header.pendingKeys
+        return file
     }
 }
 
@@ -363,6 +459,32 @@ struct ByteWriter {
     mutating func string32(_ s: String) {
         u32(UInt32(s.utf8.count))
         bytes.append(contentsOf: s.utf8)
+    }
+    /// Keys in order, each as the zigzag varint of its difference from the previous one.
+    mutating func keys(_ keys: [Int64]) {
+        var previous: Int64 = 0
+        for key in keys {
+            let delta = key &- previous
+            varint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)))   // zigzag
+            previous = key
+        }
+    }
+    /// A stamp's generation and nonce, after its store UUID and before its model hash when
+    /// `withStoreFields` (a file's header); alone in a change record.
+    mutating func stamp(_ stamp: SectionCacheStamp, withStoreFields: Bool) {
+        if withStoreFields { withUnsafeBytes(of: stamp.storeUUID.uuid) { bytes.append(contentsOf: $0) } }
+        i64(stamp.generation)
+        bytes8(stamp.nonce)
+        if withStoreFields { string16(stamp.modelHash) }
+    }
+    /// A stamp's entities, by name.
+    mutating func entityStamps(_ stamp: SectionCacheStamp) {
+        u16(UInt16(stamp.entities.count))
+        for name in stamp.entities.keys.sorted() {
+            string16(name)
+            i64(stamp.entities[name]!.generation)
+            bytes8(stamp.entities[name]!.nonce)
+        }
     }
     mutating func value(_ v: SQLiteValue) {
         switch v {
@@ -417,6 +539,40 @@ struct ByteReader {
     mutating func string32() -> String? {
         guard let n = u32(), Int(n) <= bytes.count - position, let raw = take(Int(n)) else { return nil }
         return String(validating: raw, as: UTF8.self)
+    }
+    /// `count` keys written by ``ByteWriter/keys(_:)`` (each at least 1: primary keys start there).
+    mutating func keys(count: Int) -> [Int64]? {
+        guard count >= 0, count <= bytes.count - position else { return nil }
+        var keys: [Int64] = []
+        keys.reserveCapacity(count)
+        var previous: Int64 = 0
+        for _ in 0..<count {
+            guard let zigzag = varint() else { return nil }
+            let delta = Int64(bitPattern: zigzag >> 1) ^ -Int64(bitPattern: zigzag & 1)
+            previous = previous &+ delta
+            guard previous >= 1 else { return nil }
+            keys.append(previous)
+        }
+        return keys
+    }
+    /// A header's store UUID, generation, nonce and model hash.
+    mutating func stampFields() -> (UUID, Int64, Data, String)? {
+        guard let uuidBytes = take(16), let generation = i64(), let nonce = bytes8(), let modelHash = string16() else { return nil }
+        let uuid = uuidBytes.withUnsafeBufferPointer { buffer in
+            UUID(uuid: (buffer[0], buffer[1], buffer[2], buffer[3], buffer[4], buffer[5], buffer[6], buffer[7],
+                        buffer[8], buffer[9], buffer[10], buffer[11], buffer[12], buffer[13], buffer[14], buffer[15]))
+        }
+        return (uuid, generation, Data(nonce), modelHash)
+    }
+    /// Entity stamps written by ``ByteWriter/entityStamps(_:)``; `nil` for a name met twice.
+    mutating func entityStamps() -> [String: SectionCacheStamp.EntityStamp]? {
+        guard let count = u16() else { return nil }
+        var entities: [String: SectionCacheStamp.EntityStamp] = [:]
+        for _ in 0..<count {
+            guard let name = string16(), let generation = i64(), let nonce = bytes8(), entities[name] == nil else { return nil }
+            entities[name] = SectionCacheStamp.EntityStamp(generation: generation, nonce: Data(nonce))
+        }
+        return entities
     }
     mutating func value() -> SQLiteValue? {
         switch u8() {

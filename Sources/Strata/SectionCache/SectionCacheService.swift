@@ -34,8 +34,12 @@ final class SectionCacheService: Sendable {
     /// Set by ``close()``: a refresh still queued reads nothing.
     private let closed = Locked(false)
 
-    init(storeURL: URL?, directory: URL?, incremental: Bool, readOnly: Bool) {
+    /// Change records a file may hold before the next refresh compacts them into its body.
+    let changeRecordLimit: Int
+
+    init(storeURL: URL?, directory: URL?, incremental: Bool, readOnly: Bool, changeRecordLimit: Int = 64) {
         store = storeURL.map { SectionCacheStore(storeURL: $0, directory: directory) }
+        self.changeRecordLimit = changeRecordLimit
         path = storeURL?.path
         self.incremental = incremental
         self.readOnly = readOnly
@@ -147,11 +151,13 @@ final class SectionCacheService: Sendable {
     }
 
     /// On the cache queue: reads the stamp, and the request's rows or only the changed ones, in
-    /// one read transaction, and writes the file.
+    /// one read transaction, and brings the file up to it: a change record appended (the common
+    /// case: a commit of a few rows), the file derived from the old one and written again
+    /// (compaction, when the records name too many keys), or the request re-run.
     private func refreshCache(_ refresher: CacheRefresher) {
         guard let store, let path, !closed.withLock({ $0 }) else { return }
         do {
-            let file: SectionCacheFile? = try refreshConnection.withLock { connection in
+            let (file, appended): (SectionCacheFile?, Int64?) = try refreshConnection.withLock { connection in
                 if connection == nil {
                     var configuration = Connection.Configuration()
                     configuration.readOnly = true
@@ -161,27 +167,37 @@ final class SectionCacheService: Sendable {
                 }
                 let db = connection!
                 KillPoint.hit("cache.rebuild.begin")
-                let file = try db.transaction(.deferred) { () throws -> SectionCacheFile? in
+                let result = try db.transaction(.deferred) { () throws -> (SectionCacheFile?, Int64?) in
                     let metadata = try StoreCoordinator.readMetadata(db)
                     let stamp = SectionCacheStamp(metadata, entities: refresher.entities)
                     var tally = SectionCacheRefreshStatistics()
                     defer { self.tally.withLock { $0.add(tally) } }
                     switch try incrementalRefresh(refresher, store, on: db, stamp: stamp, tally: &tally) {
                     case .current:
-                        return nil
+                        return (nil, nil)
+                    case .appended:
+                        tally.incremental += 1
+                        tally.appended += 1
+                        return (nil, stamp.generation)
                     case .derived(let file):
                         tally.incremental += 1
-                        return file
+                        tally.compactions += 1
+                        return (file, nil)
                     case .impossible:
                         let file = try SectionCacheFile.compute(refresher.sql, refresher.arguments, sectioned: refresher.sectioned,
-                                                                on: db, stamp: stamp, request: refresher.request)
+                                                                versionAt: refresher.versionColumn, on: db, stamp: stamp,
+                                                                request: refresher.request)
                         tally.full += 1
                         tally.fullRowsRead += file.keys.count
-                        return file
+                        return (file, nil)
                     }
                 }
                 KillPoint.hit("cache.rebuild.fetched")
-                return file
+                return result
+            }
+            if let appended {
+                refresher.log.withLock { $0.trim(through: appended) }
+                return
             }
             guard let file else { return }
             try store.write(file, named: refresher.name)
@@ -194,33 +210,57 @@ final class SectionCacheService: Sendable {
     private enum IncrementalOutcome {
         /// The file on disk already describes this snapshot.
         case current
+        /// A change record was appended to the file on disk.
+        case appended
         case derived(SectionCacheFile)
         case impossible
     }
 
+    /// Keys a file's change records may name before the next refresh compacts them into the body:
+    /// each costs a reader about log₂(n) order probes when it serves the file.
+    static let pendingKeyLimit = 256
+
     /// The file on disk brought up to `stamp` from the commits' changed keys, when everything
     /// needed is known (see IncrementalCacheRefresh.swift); inside the caller's read transaction.
+    /// Appends a change record under the file's lock while the records stay small; otherwise
+    /// derives the whole file (the old one's keys, minus the changed, plus those placed again).
     private func incrementalRefresh(_ refresher: CacheRefresher, _ caches: SectionCacheStore, on db: Connection,
                                     stamp: SectionCacheStamp, tally: inout SectionCacheRefreshStatistics) throws -> IncrementalOutcome {
-        guard let plan = refresher.incremental, incremental,
-              let data = try? caches.read(named: refresher.name),
-              let header = try? SectionCacheFile.header(of: data),
-              header.request == refresher.request,
-              header.stamp.storeUUID == stamp.storeUUID, header.stamp.modelHash == stamp.modelHash,
-              Set(header.stamp.entities.keys) == refresher.entities,
-              let changes = refresher.log.withLock({ $0.changes(after: header.stamp.generation, upTo: stamp.generation) })
-        else { return .impossible }
-        if header.stamp.generation == stamp.generation {
-            return header.stamp == stamp ? .current : .impossible
+        guard let plan = refresher.incremental, incremental else { return .impossible }
+        var outcome = IncrementalOutcome.impossible
+        var compaction: (Data, SectionCacheFile.Header, Set<Int64>)?
+        try caches.appendRecord(named: refresher.name) { data in
+            guard let header = try? SectionCacheFile.header(of: data),
+                  header.request == refresher.request,
+                  header.stamp.storeUUID == stamp.storeUUID, header.stamp.modelHash == stamp.modelHash,
+                  Set(header.stamp.entities.keys) == refresher.entities,
+                  let changes = refresher.log.withLock({ $0.changes(after: header.stamp.generation, upTo: stamp.generation) })
+            else { return nil }
+            if header.stamp.generation == stamp.generation {
+                if header.stamp == stamp { outcome = .current }
+                return nil
+            }
+            // A write to an entity reached through a relationship can move rows nobody wrote.
+            for (entity, keys) in changes where entity != plan.root && !keys.isEmpty {
+                if plan.relatedEntities.contains(entity) { return nil }
+            }
+            let written = changes[plan.root] ?? []
+            let pending = written.union(header.pendingKeys)
+            guard header.formatVersion == SectionCacheFile.formatVersion, pending.count <= Self.pendingKeyLimit,
+                  header.changeRecords < changeRecordLimit else {
+                compaction = (data, header, pending)
+                return nil
+            }
+            KillPoint.hit("cache.refresh.append")
+            outcome = .appended
+            return (header.soundLength, SectionCacheFile.changeRecord(stamp: stamp, keys: Array(written)))
         }
-        // A write to an entity reached through a relationship can move rows nobody wrote.
-        for (entity, keys) in changes where entity != plan.root && !keys.isEmpty {
-            if plan.relatedEntities.contains(entity) { return .impossible }
-        }
+        guard let (data, header, pending) = compaction else { return outcome }
         KillPoint.hit("cache.refresh.incremental")
-        guard let base = try? SectionCacheFile.decodeBody(data, header),
-              let file = try base.applying(changes[plan.root] ?? [], plan, arguments: refresher.arguments,
-                                           sectioned: refresher.sectioned, on: db, stamp: stamp, statistics: &tally)
+        guard var base = try? SectionCacheFile.decodeBody(data, header) else { return .impossible }
+        base.pendingKeys = []
+        guard let file = try base.applying(pending, plan, arguments: refresher.arguments, sectioned: refresher.sectioned,
+                                           on: db, stamp: stamp, statistics: &tally)
         else { return .impossible }
         return .derived(file)
     }
@@ -231,7 +271,9 @@ final class SectionCacheService: Sendable {
 /// its SQL and the log of commits since the file was written.
 struct CacheRefresher: Sendable {
     let name: String
+    /// The request's SQL, each row's `_version` in column `versionColumn`.
     let sql: String
+    let versionColumn: Int32
     let arguments: [SQLiteValue]
     let sectioned: Bool
     let entities: Set<String>

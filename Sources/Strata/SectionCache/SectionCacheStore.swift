@@ -242,6 +242,50 @@ public struct SectionCacheStore: Sendable {
         }
     }
 
+    /// Appends a change record to cache `name` in place, under an exclusive lock on the file
+    /// (`flock`; readers take a shared one): `decide` gets the file's bytes, read under the lock,
+    /// and returns the offset to write at (the end of the file's sound part: a torn record a
+    /// crash left is cut off) and the record, or `nil` to write nothing. The record is written
+    /// and fsynced before the lock is released. Returns whether a record was written; `false`
+    /// too when there is no such file.
+    ///
+    /// A crash before the fsync can leave the record torn: its CRC fails, the file reads as of the
+    /// record before (stale against the store, so rebuilt), never as of a commit it does not hold.
+    @discardableResult
+    func appendRecord(named name: String, _ decide: (Data) throws -> (offset: Int, record: [UInt8])?) throws -> Bool {
+        let path = try path(forCacheNamed: name)
+        guard try checkedDirectory(create: false) != nil else { return false }
+        let fd = path.withCString { open($0, O_RDWR | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else {
+            if errno == ENOENT { return false }
+            throw SectionCacheError.io(CacheFileError(operation: "open", path: path.description, code: errno))
+        }
+        defer { _ = Foundation.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw SectionCacheError.notAFile(name: name, path: path.description) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw SectionCacheError.io(CacheFileError(operation: "flock", path: path.description, code: errno)) }
+        }
+        let data = try POSIXCacheFileSystem.readAll(fd, path: path)
+        guard let (offset, record) = try decide(data) else { return false }
+        precondition(offset <= data.count, "a change record goes inside the file or at its end")
+        do {
+            if offset < data.count, ftruncate(fd, off_t(offset)) != 0 {
+                throw CacheFileError(operation: "ftruncate", path: path.description, code: errno)
+            }
+            guard lseek(fd, off_t(offset), SEEK_SET) == off_t(offset) else {
+                throw CacheFileError(operation: "lseek", path: path.description, code: errno)
+            }
+            try record.withUnsafeBytes { try fileSystem.write(fd, $0) }
+            KillPoint.hit("cache.append.written")
+            try fileSystem.fsync(fd)
+            KillPoint.hit("cache.append.fsynced")
+        } catch let error as CacheFileError {
+            throw SectionCacheError.io(error)
+        }
+        return true
+    }
+
     /// The store file's permission bits (0o644 when it can't be read), for cache files.
     private var storeFileMode: mode_t {
         guard case .success(let info) = storePath.withCString({ POSIX.status(of: $0) }) else { return 0o644 }

@@ -103,7 +103,8 @@ public final class StoreCoordinator: @unchecked Sendable {
         self.model = model
         self.url = url
         caches = SectionCacheService(storeURL: url, directory: options.sectionCacheDirectory,
-                                     incremental: options.incrementalCacheRefresh, readOnly: options.readOnly)
+                                     incremental: options.incrementalCacheRefresh, readOnly: options.readOnly,
+                                     changeRecordLimit: options.cacheChangeRecordLimit)
         let path = url.path
         var configuration = Connection.Configuration()
         configuration.synchronous = options.synchronous
@@ -160,7 +161,8 @@ public final class StoreCoordinator: @unchecked Sendable {
         self.model = model
         url = nil
         isReadOnly = false
-        caches = SectionCacheService(storeURL: nil, directory: nil, incremental: options.incrementalCacheRefresh, readOnly: false)
+        caches = SectionCacheService(storeURL: nil, directory: nil, incremental: options.incrementalCacheRefresh, readOnly: false,
+                                     changeRecordLimit: options.cacheChangeRecordLimit)
         historyOptions = options.history
         uuid = UUID()
         refreshModelJSON = false

@@ -62,6 +62,9 @@ public struct StoreOptions: Sendable {
     /// a batch request's) makes the next refresh a full one. Off: every refresh re-runs the request
     /// (what benchmarks compare against).
     public var incrementalCacheRefresh = true
+    /// Change records a section cache file may hold before a refresh compacts them into its body
+    /// (test API: the crash suite lowers it so that compaction is reached in a few commits).
+    @_spi(Testing) public var cacheChangeRecordLimit = 64
     /// Let SQL errors print statement arguments (off: arguments are user data).
     public var publicStatementArguments = false
     /// Whether a store this coordinator creates gets a checksum on every page (default on):

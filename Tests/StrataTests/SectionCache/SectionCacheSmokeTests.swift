@@ -119,7 +119,10 @@ import StrataTestSupport
         _ = try main.performAndWait { try main.save() }
         _ = try container.writerContext.performAndWait { try container.writerContext.save() }
         container.coordinator.waitForCacheWrites()
-        let refreshed = try SectionCacheFile.decode(try container.coordinator.sectionCaches!.read(named: "goods"))
+        var refreshed = try SectionCacheFile.decode(try container.coordinator.sectionCaches!.read(named: "goods"))
+        // The refresh appended a change record naming the new good; a reader places it from the store.
+        #expect(refreshed.pendingKeys.count == 1)
+        refreshed = try StoreInspector(url: url).placingPendingKeys(refreshed)
         #expect(refreshed.keys.count == 6)
         #expect(refreshed.sections.map(\.count) == [4, 2])
         container.coordinator.close()

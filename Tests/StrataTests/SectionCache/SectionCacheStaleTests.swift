@@ -29,7 +29,7 @@ import StrataTestSupport
 
     @Test func anUnsupportedVersionIsRejectedBeforeTheCRC() throws {
         let fixture = try CacheFixture()
-        for version: UInt16 in [0, 2, 0x0100, .max] {
+        for version: UInt16 in [0, 3, 0x0100, .max] {
             var bytes = [UInt8](fixture.original)
             bytes[8] = UInt8(version & 0xFF)
             bytes[9] = UInt8(version >> 8)
@@ -37,11 +37,11 @@ import StrataTestSupport
             try fixture.expectRejected(Data(bytes), .unsupportedVersion, "version \(version), CRC of version 1")
             try fixture.expectRejected(CacheBytes.withFixedCRC(Data(bytes)), .unsupportedVersion, "version \(version), CRC fixed")
         }
-        // A whole file of version 2, laid out by hand.
+        // A whole file of version 3, laid out by hand.
         let file = fixture.originalFile
-        let v2 = CacheBytes.file(stamp: file.stamp, request: file.request, sectionCount: file.sections.count, objectCount: file.keys.count,
-                                 body: CacheBytes.body(file.sections, file.keys), version: 2)
-        try fixture.expectRejected(v2, .unsupportedVersion, "a version 2 file")
+        let v3 = CacheBytes.file(stamp: file.stamp, request: file.request, sectionCount: file.sections.count, objectCount: file.keys.count,
+                                 body: CacheBytes.body(file.sections, file.keys), version: 3)
+        try fixture.expectRejected(v3, .unsupportedVersion, "a version 3 file")
     }
 
     @Test func aNonZeroReservedFieldIsBadHeaderAndADamagedByteIsAChecksumMismatch() throws {

@@ -146,7 +146,10 @@ enum CacheBytes {
     }
 
     /// The uncompressed body of `sections` and `keys` (zigzag deltas).
-    static func body(_ sections: [SectionCacheSection], _ keys: [Int64]) -> [UInt8] {
+    /// A body laid out by hand: sections, keys, then (format version 2) the stamps' flag and
+    /// runs (`stamps`, or the flag 0 for none; `version` 1: nothing after the keys).
+    static func body(_ sections: [SectionCacheSection], _ keys: [Int64], stamps: [UInt32]? = nil,
+                     version: UInt16 = SectionCacheFile.formatVersion) -> [UInt8] {
         var body = ByteWriter()
         for section in sections {
             body.value(section.value)
@@ -164,6 +167,21 @@ enum CacheBytes {
             let delta = key &- previous
             body.varint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)))
             previous = key
+        }
+        guard version >= 2 else { return body.bytes }
+        guard let stamps else {
+            body.u8(0)
+            return body.bytes
+        }
+        body.u8(1)
+        var runs: [(Int, UInt32)] = []
+        for stamp in stamps {
+            if let last = runs.last, last.1 == stamp { runs[runs.count - 1].0 += 1 } else { runs.append((1, stamp)) }
+        }
+        body.varint(UInt64(runs.count))
+        for (length, stamp) in runs {
+            body.varint(UInt64(length))
+            body.u32(stamp)
         }
         return body.bytes
     }
@@ -203,7 +221,7 @@ enum CacheBytes {
     /// `file` laid out by hand from its parts.
     static func file(_ file: SectionCacheFile) -> Data {
         CacheBytes.file(stamp: file.stamp, request: file.request, sectionCount: file.sections.count, objectCount: file.keys.count,
-                        body: body(file.sections, file.keys))
+                        body: body(file.sections, file.keys, stamps: file.stamps))
     }
 
     /// The header length field of a file (bytes 12..<16).
