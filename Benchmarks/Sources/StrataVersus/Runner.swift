@@ -611,7 +611,7 @@ final class Runner {
     /// per ID of the cache file written.
     private func warmPerformFetchRows(_ name: String, group: String, store: StorePath, count: Int, plan: Plan, goal: Double,
                                       coldWithoutCacheName: Double?) throws {
-        var trackingStarts: [Double] = []
+        var trackingStarts: [Double] = [], liveStarts: [Double] = []
         let samples = try interleave(plan, [
             ("cold", { _, _ in
                 let container = try PersistentContainer(model: StrataSide.model, url: store.url)
@@ -631,11 +631,13 @@ final class Runner {
                 guard list.servedFromCache, list.sections.reduce(0, { $0 + $1.count }) == count else {
                     throw VersusError("warm fetch not served from cache (\(list.sections.count) sections)")
                 }
-                // Not part of the warm figure: starting change tracking afterwards (the key
-                // index is built then, and the rows' versions are read).
+                // Not part of the warm figure: starting change tracking afterwards (a version 2
+                // cache file holds the rows' stamps: one read of the store's stamp). The warm
+                // start of a live list, the row after this one, is both.
                 let recorder = ChangeRecorder()
                 let (_, tracking) = timed { container.mainContext.performAndWait { list.controller.delegate = recorder } }
                 trackingStarts.append(tracking)
+                liveStarts.append(seconds + tracking)
                 return seconds
             }),
         ])
@@ -645,8 +647,15 @@ final class Runner {
         row.met = cold / warm >= goal
         row.note = "Strata only: cold with the cache file removed \(Unit.milliseconds.format(cold)) (same run) → \(formatRatio(cold / warm)) faster"
             + (coldWithoutCacheName.map { "; cold without a cache name: \(Unit.milliseconds.format($0))" } ?? "")
-            + "; warm is a controller without a delegate: setting one afterwards (change tracking: the key index built, the rows' versions read) took \(Unit.milliseconds.format(median(trackingStarts)))"
+            + "; warm is a controller without a delegate: setting one afterwards (change tracking starts: the store's stamp read, the rows' stamps come from the file) took \(Unit.milliseconds.format(median(trackingStarts)))"
         record(row)
+        // The warm start a live screen gets: performFetch from the cache, then a delegate set.
+        var live = ResultRow(group: group, workload: "warm start with a delegate (valid section cache)", rows: count, unit: .milliseconds,
+                             values: [.strata: median(liveStarts)])
+        live.goal = "≤ 300 ms"
+        live.met = median(liveStarts) <= 0.300
+        live.note = "Strata only: warm performFetch \(Unit.milliseconds.format(warm)) + setting a delegate \(Unit.milliseconds.format(median(trackingStarts))) (medians of the same rounds)"
+        record(live)
 
         // Bytes per ID of the cache file just written.
         do {
@@ -1173,8 +1182,8 @@ final class Runner {
             let save = median(samples["save"] ?? []), cascade = median(samples["saveToStore"] ?? [])
             var row = ResultRow(group: group, workload: "one-flight change → delegate", rows: fixture.rowCount,
                                 unit: .microseconds, values: [.strata: save])
-            row.goal = "< 1 ms"
-            row.met = save < 0.001
+            row.goal = "≤ 300 µs"
+            row.met = save <= 0.000_300
             row.note = "update context save() into main → controllerDidChangeContent (one move within a section); through saveToStore() (commit included): \(Unit.microseconds.format(cascade))"
             record(row)
         }
@@ -1204,11 +1213,12 @@ final class Runner {
             let incremental = median(samples["incremental"] ?? []), full = median(samples["full"] ?? [])
             var row = ResultRow(group: group, workload: "CPU of a one-flight commit, cache refresh included", rows: size,
                                 unit: .milliseconds, values: [.strata: incremental])
-            row.goal = "≤ 5% of a full refresh's"
-            row.met = incremental <= 0.05 * full
+            row.goal = "≤ 20 ms CPU"
+            row.met = incremental <= 0.020
             let i = last["incremental"]?.statistics, f = last["full"]?.statistics
+            let appended = (samples["incremental"]?.count ?? 0) > 0 ? "\(i?.appended ?? 0) change record appended, \(i?.compactions ?? 0) compaction" : ""
             row.note = "process CPU time (every thread) of saveToStore() + waitForCacheWrites(), one flight's sched_dep_time changed, a controller with a cache name open: "
-                + "incremental refresh (default) \(Unit.milliseconds.format(incremental)), \(i?.changedRowsRead ?? 0) changed row(s) read, \(i?.probes ?? 0) order probes; "
+                + "incremental refresh (default) \(Unit.milliseconds.format(incremental)) (last round: \(appended), \(i?.changedRowsRead ?? 0) changed row(s) read, \(i?.probes ?? 0) order probes); "
                 + "with incrementalCacheRefresh off (the full re-read every refresh did before) \(Unit.milliseconds.format(full)), \(formatCount(f?.fullRowsRead ?? 0)) rows read: "
                 + "\(String(format: "%.1f%%", 100 * incremental / full)) of it"
             record(row)

@@ -490,7 +490,7 @@ extension AnyFetchedResultsController {
                     install(try fetchRows(plan))
                     return
                 }
-                rows.chunks[c].stamps[i] = AnyFetchedResultsController.versionStamp(version)
+                rows.chunks.modify(c) { $0.stamps[i] = AnyFetchedResultsController.versionStamp(version) }
             }
         }
         servedCacheStamp = nil

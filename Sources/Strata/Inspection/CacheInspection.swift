@@ -182,9 +182,10 @@ extension StoreInspector {
         return CacheVerification(name: name, report: report, matches: differences.isEmpty, differences: Array(differences.prefix(limit)))
     }
 
-    /// `file` with the keys its change records name taken out and placed again where the store
-    /// puts them now (one read transaction), as a results controller serving it does.
-    func placingPendingKeys(_ file: SectionCacheFile) throws(InspectionError) -> SectionCacheFile {
+    /// `file` with the keys its change records name (``SectionCacheFile/pendingKeys``) taken
+    /// out and placed again where the store puts them now (one read transaction), as a results
+    /// controller serving it does: the list the file stands for.
+    public func placingPendingKeys(_ file: SectionCacheFile) throws(InspectionError) -> SectionCacheFile {
         let model = try model()
         let placed: SectionCacheFile? = try read { db in
             let plan = try FetchPlan(try file.request.fetchRequest(), schema: model.schema)
