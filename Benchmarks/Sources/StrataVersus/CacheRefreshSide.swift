@@ -19,6 +19,11 @@ enum CacheRefreshWorkload {
     struct Round {
         var cpuSeconds: Double
         var statistics: SectionCacheRefreshStatistics
+        /// The list's opening (a warm start from the file the previous rounds left, change
+        /// records included), and how many records and keys that file held.
+        var openSeconds: Double
+        var recordsAtOpen: Int
+        var keysAtOpen: Int
     }
 
     /// One round: a coordinator with the option as given, the list controller with a cache name
@@ -29,7 +34,10 @@ enum CacheRefreshWorkload {
         options.incrementalCacheRefresh = incremental
         let container = PersistentContainer(coordinator: try StoreCoordinator(model: StrataSide.model, url: store.url, options: options))
         defer { container.coordinator.close() }
+        let header = (try? SectionCacheStore(storeURL: store.url).read(named: cacheName)).flatMap { try? SectionCacheFile.header(of: $0) }
+        let opening = Date()
         let list = try StrataSide.openList(container, cacheName: cacheName)
+        let openSeconds = Date().timeIntervalSince(opening)
         container.coordinator.waitForCacheWrites()
         let target = container.mainContext.performAndWait {
             let sections = list.controller.sections ?? []
@@ -66,6 +74,7 @@ enum CacheRefreshWorkload {
             throw VersusError("cache refresh (\(incremental ? "incremental" : "full")): the file differs from the full request")
         }
         withExtendedLifetime(list.controller) {}
-        return Round(cpuSeconds: cpu, statistics: statistics)
+        return Round(cpuSeconds: cpu, statistics: statistics, openSeconds: list.servedFromCache ? openSeconds : .nan,
+                     recordsAtOpen: header?.changeRecords ?? 0, keysAtOpen: header?.pendingKeys.count ?? 0)
     }
 }

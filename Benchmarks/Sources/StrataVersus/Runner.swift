@@ -1173,14 +1173,19 @@ final class Runner {
         if options.includes(changeName) {
             let changePlan = Plan(iterations: max(options.iterations ?? 10, 5), warmup: 2)
             start(changeName, changePlan)
-            let fixture = try ChangeFixture(store: try store(.strata))
-            defer { fixture.close() }
-            let samples = try interleave(changePlan, [
-                ("save", { _, _ in try fixture.moveTarget(cascade: false) }),
-                ("saveToStore", { _, _ in try fixture.moveTarget(cascade: true) }),
-            ])
+            // Each kind on its own stack, one after the other: alternating a save into main only
+            // with a save to the store on one object hits a known issue (a stale conflict base
+            // left in main: UnsavedParentRoundTripTests), which refuses the 11th save.
+            var samples: [String: [Double]] = [:]
+            var rowCount = 0
+            for (kind, cascade) in [("save", false), ("saveToStore", true)] {
+                let fixture = try ChangeFixture(store: try store(.strata))
+                defer { fixture.close() }
+                rowCount = fixture.rowCount
+                samples.merge(try interleave(changePlan, [(kind, { _, _ in try fixture.moveTarget(cascade: cascade) })])) { $0 + $1 }
+            }
             let save = median(samples["save"] ?? []), cascade = median(samples["saveToStore"] ?? [])
-            var row = ResultRow(group: group, workload: "one-flight change → delegate", rows: fixture.rowCount,
+            var row = ResultRow(group: group, workload: "one-flight change → delegate", rows: rowCount,
                                 unit: .microseconds, values: [.strata: save])
             row.goal = "≤ 300 µs"
             row.met = save <= 0.000_300
@@ -1221,6 +1226,10 @@ final class Runner {
                 + "incremental refresh (default) \(Unit.milliseconds.format(incremental)) (last round: \(appended), \(i?.changedRowsRead ?? 0) changed row(s) read, \(i?.probes ?? 0) order probes); "
                 + "with incrementalCacheRefresh off (the full re-read every refresh did before) \(Unit.milliseconds.format(full)), \(formatCount(f?.fullRowsRead ?? 0)) rows read: "
                 + "\(String(format: "%.1f%%", 100 * incremental / full)) of it"
+                + (last["incremental"].map { round in
+                    round.openSeconds.isNaN ? "" : "; the last round's list opened warm from a file with \(round.recordsAtOpen) change record(s) "
+                        + "naming \(round.keysAtOpen) key(s) in \(Unit.milliseconds.format(round.openSeconds)) (placed from the store)"
+                } ?? "")
             record(row)
         }
     }

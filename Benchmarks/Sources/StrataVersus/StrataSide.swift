@@ -345,7 +345,11 @@ final class ChangeFixture {
             try flight.setValue(time, forKey: "sched_dep_time")
             update.processPendingChanges()
             start = clock.now
-            if cascade { try update.saveToStore() } else { try update.save() }
+            do {
+                if cascade { try update.saveToStore() } else { try update.save() }
+            } catch {
+                throw VersusError("round \(round) (\(cascade ? "saveToStore" : "save"), value \(time)): \(error)")
+            }
         }
         let changes = container.mainContext.performAndWait { recorder.last }
         guard let elapsed, let changes else { throw VersusError("the delegate heard of no change") }
