@@ -115,6 +115,10 @@ final class CrashTally {
                 corruptMade += 1
                 if !result.servedFromCache, let rejection = result.rejection, rejection.isCorrupt {
                     corruptRejected += 1
+                } else if corruption.hasSuffix(StoreVerifier.recordsMarker), !result.servedFromCache, result.rejection != nil {
+                    // A torn or damaged change record: the file reads as of the record before it,
+                    // which the store has moved past: rejected as stale, as a crash's torn append is.
+                    corruptRejected += 1
                 } else {
                     violations += 1
                     record("broken cache not rejected", "violation: \(label): cache file broken (\(corruption)) not rejected as corrupt: served \(result.servedFromCache), rejection \(result.rejection.map { "\($0)" } ?? "none")")

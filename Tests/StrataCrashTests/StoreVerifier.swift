@@ -153,19 +153,32 @@ enum StoreVerifier {
 
     /// Breaks the cache file (truncated at a random offset, or one byte changed); returns what was
     /// done, or `nil` when there is no file to break.
+    /// Ends the description of damage that fell in a cache file's change records.
+    static let recordsMarker = ", in the change records"
+
     static func corruptCache(of store: URL, using rng: inout SplitMix64) throws -> String? {
         let url = cacheFile(of: store)
         guard var bytes = try? Data(contentsOf: url), !bytes.isEmpty else { return nil }
+        // Damage past the body lands in the change records: the file then reads as of the
+        // record before the damage, stale against the store (``recordsMarker``), never served.
+        // The body ends after the header (length at bytes 12..<16, its last field the compressed
+        // length) and the compressed body and its CRC (see the Section Cache Format article).
+        func integer(_ range: Range<Int>) -> Int { bytes[range].reversed().reduce(0) { ($0 << 8) | Int($1) } }
+        var bodyEnd = bytes.count
+        if bytes.count >= 20 {
+            let headerLength = integer(12..<16)
+            if headerLength >= 4, 16 + headerLength <= bytes.count { bodyEnd = 16 + headerLength + integer((12 + headerLength)..<(16 + headerLength)) + 4 }
+        }
         if rng.chance(0.5) {
             let offset = rng.int(0...(bytes.count - 1))
             try bytes.prefix(offset).write(to: url)
-            return "truncated \(bytes.count) bytes to \(offset)"
+            return "truncated \(bytes.count) bytes to \(offset)" + (offset >= bodyEnd ? recordsMarker : "")
         }
         let offset = rng.int(0...(bytes.count - 1))
         let mask = UInt8(rng.int(1...255))
         bytes[offset] ^= mask
         try bytes.write(to: url)
-        return "byte \(offset) of \(bytes.count) xor 0x\(String(mask, radix: 16))"
+        return "byte \(offset) of \(bytes.count) xor 0x\(String(mask, radix: 16))" + (offset >= bodyEnd ? recordsMarker : "")
     }
 
     /// Removes the store, its journal files and its cache folder.
