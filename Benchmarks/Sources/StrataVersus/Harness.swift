@@ -63,7 +63,8 @@ struct Options {
 
     func includes(_ workload: String) -> Bool {
         guard let filter, !filter.isEmpty else { return true }
-        return workload.lowercased().contains(filter.lowercased())
+        // `a|b`: either substring.
+        return filter.lowercased().split(separator: "|").contains { workload.lowercased().contains($0) }
     }
 }
 

@@ -153,11 +153,12 @@ extension AnyFetchedResultsController {
     private func installFromCache(_ file: SectionCacheFile) {
         var rows = FetchedRows(keepsOneSection: sectionNameKeyPath == nil)
         var offset = 0
+        var stamps = file.stampRuns.map(StampRunReader.init)
         for section in file.sections {
             let (name, title) = makeSection(section.value)
             rows.appendSection(value: section.value, name: name, indexTitle: title,
                                keys: file.keys[offset..<(offset + section.count)],
-                               stamps: file.stamps?[offset..<(offset + section.count)])
+                               stamps: stamps == nil ? nil : { stamps!.stamps($0) })
             offset += section.count
         }
         self.rows = rows

@@ -126,7 +126,7 @@ struct FetchedRows: Sendable {
     /// their stamps (unknown, 0, when not given). For installing a cache file.
     /// The keys' locations are not recorded: the caller rebuilds them (`locations(of:)`).
     mutating func appendSection(value: SQLiteValue, name: String, indexTitle: String?, keys: ArraySlice<Int64>,
-                                stamps: ArraySlice<UInt32>? = nil) {
+                                stamps: ((Range<Int>) -> [UInt32])? = nil) {
         var section = Section(value: value, name: name, indexTitle: indexTitle, chunks: [], counts: [], count: keys.count)
         if keepsOneSection, let only = sections.last, only.count == 0 {
             // The one section of an unsectioned layout, still empty: the keys go there.
@@ -139,7 +139,7 @@ struct FetchedRows: Sendable {
         var start = keys.startIndex
         while start < keys.endIndex {
             let end = min(start + FetchedRows.chunkCapacity, keys.endIndex)
-            let stampsOfChunk = stamps.map { Array($0[(start - keys.startIndex + $0.startIndex)..<(end - keys.startIndex + $0.startIndex)]) }
+            let stampsOfChunk = stamps?(start..<end)
             let chunk = newChunk(Chunk(keys: Array(keys[start..<end]), stamps: stampsOfChunk ?? Array(repeating: 0, count: end - start),
                                        sectionValue: value))
             section.chunks.append(chunk)
@@ -152,8 +152,9 @@ struct FetchedRows: Sendable {
 
     private mutating func newChunk(_ chunk: Chunk) -> Int32 {
         var chunk = chunk
-        chunk.keys.reserveCapacity(FetchedRows.chunkCapacity)
-        chunk.stamps.reserveCapacity(FetchedRows.chunkCapacity)
+        // A full chunk's arrays keep their storage (a shared stamps array stays shared until written).
+        if chunk.keys.capacity < FetchedRows.chunkCapacity { chunk.keys.reserveCapacity(FetchedRows.chunkCapacity) }
+        if chunk.stamps.capacity < FetchedRows.chunkCapacity { chunk.stamps.reserveCapacity(FetchedRows.chunkCapacity) }
         if let free = freeChunks.popLast() {
             chunks.modify(Int(free)) { $0 = chunk }
             return free

@@ -164,7 +164,20 @@ public struct SectionCacheFile: Sendable, Equatable {
     public var keys: [Int64]
     /// Each key's version stamp (a hash of its row's `_version` when the body was written), which
     /// a results controller tracking changes needs; `nil` in a version 1 file.
-    public var stamps: [UInt32]?
+    public var stamps: [UInt32]? {
+        get {
+            stampRuns.map { runs in
+                var all: [UInt32] = []
+                all.reserveCapacity(runs.reduce(0) { $0 + $1.length })
+                for run in runs { all.append(contentsOf: repeatElement(run.stamp, count: run.length)) }
+                return all
+            }
+        }
+        set { stampRuns = newValue.map(StampRun.runs(of:)) }
+    }
+    /// The stamps as the body holds them: runs of one stamp (a store whose rows were never edited
+    /// has one run), which a controller installs without expanding them.
+    var stampRuns: [StampRun]?
     /// Keys that commits changed after the body was written (from the appended change records):
     /// a reader takes them out and puts back those the request still selects, at the places the
     /// store gives them now (``stamp`` is the state it must read them from).
@@ -178,7 +191,7 @@ public struct SectionCacheFile: Sendable, Equatable {
         self.request = request
         self.sections = sections
         self.keys = keys
-        self.stamps = stamps
+        stampRuns = stamps.map(StampRun.runs(of:))
         pendingKeys = []
         bodyStamp = stamp
     }
@@ -201,13 +214,8 @@ public struct SectionCacheFile: Sendable, Equatable {
             body.varint(UInt64(section.count))
         }
         body.keys(keys)
-        if let stamps {
-            // Runs of equal stamps: a store whose rows were never edited has one.
+        if let runs = stampRuns {
             body.u8(1)
-            var runs: [(length: Int, stamp: UInt32)] = []
-            for stamp in stamps {
-                if let last = runs.last, last.stamp == stamp { runs[runs.count - 1].length += 1 } else { runs.append((1, stamp)) }
-            }
             body.varint(UInt64(runs.count))
             for run in runs {
                 body.varint(UInt64(run.length))
@@ -404,28 +412,86 @@ public struct SectionCacheFile: Sendable, Equatable {
         }
         guard total == header.objectCount else { throw .countMismatch }
         guard let keys = reader.keys(count: header.objectCount) else { throw .badBody }
-        var stamps: [UInt32]?
+        var stampRuns: [StampRun]?
         if header.formatVersion >= 2 {
             guard let present = reader.u8(), present <= 1 else { throw .badBody }
             if present == 1 {
                 guard let runCount = reader.varint(), runCount <= UInt64(header.objectCount) else { throw .badBody }
-                var all: [UInt32] = []
-                all.reserveCapacity(header.objectCount)
+                var runs: [StampRun] = []
+                var total = 0
                 for _ in 0..<runCount {
-                    guard let length = reader.varint(), length > 0, length <= UInt64(header.objectCount - all.count),
+                    guard let length = reader.varint(), length > 0, length <= UInt64(header.objectCount - total),
                           let stamp = reader.u32() else { throw .badBody }
-                    all.append(contentsOf: repeatElement(stamp, count: Int(length)))
+                    total += Int(length)
+                    if let last = runs.last, last.stamp == stamp { runs[runs.count - 1].length += Int(length) } else { runs.append(StampRun(length: Int(length), stamp: stamp)) }
                 }
-                guard all.count == header.objectCount else { throw .badBody }
-                stamps = all
+                guard total == header.objectCount else { throw .badBody }
+                stampRuns = runs
             }
         }
         guard reader.position == body.count else { throw .badBody }
         guard SectionCacheFile.areUnique(keys) else { throw .duplicateIDs }
-        var file = SectionCacheFile(stamp: header.stamp, request: header.request, sections: sections, keys: keys, stamps: stamps)
+        var file = SectionCacheFile(stamp: header.stamp, request: header.request, sections: sections, keys: keys)
+        file.stampRuns = stampRuns
         file.bodyStamp = header.bodyStamp
         file.pendingKeys = header.pendingKeys
         return file
+    }
+}
+
+/// A run of one version stamp over consecutive keys of a cache file.
+struct StampRun: Sendable, Equatable {
+    var length: Int
+    var stamp: UInt32
+
+    static func runs(of stamps: [UInt32]) -> [StampRun] {
+        var runs: [StampRun] = []
+        for stamp in stamps {
+            if let last = runs.last, last.stamp == stamp { runs[runs.count - 1].length += 1 } else { runs.append(StampRun(length: 1, stamp: stamp)) }
+        }
+        return runs
+    }
+}
+
+/// Hands out the stamps of consecutive ranges of a file's keys from its runs. A chunk-sized
+/// range inside one run shares one array per stamp (copied only when a change writes to it):
+/// at 10,000,000 rows of one run, installing the stamps allocates nothing per chunk.
+struct StampRunReader {
+    private let runs: [StampRun]
+    private var run = 0
+    private var runStart = 0
+    private var shared: [UInt32: [UInt32]] = [:]
+
+    init(_ runs: [StampRun]) { self.runs = runs }
+
+    /// The stamps of keys `range` (ranges must come in increasing order).
+    mutating func stamps(_ range: Range<Int>) -> [UInt32] {
+        while run < runs.count, runStart + runs[run].length <= range.lowerBound {
+            runStart += runs[run].length
+            run += 1
+        }
+        if run < runs.count, range.upperBound <= runStart + runs[run].length, range.count == FetchedRows.chunkCapacity {
+            let stamp = runs[run].stamp
+            if let array = shared[stamp] { return array }
+            let array = [UInt32](repeating: stamp, count: range.count)
+            shared[stamp] = array
+            return array
+        }
+        var result: [UInt32] = []
+        result.reserveCapacity(range.count)
+        var index = run, start = runStart, position = range.lowerBound
+        while position < range.upperBound, index < runs.count {
+            let end = min(start + runs[index].length, range.upperBound)
+            if end > position {
+                result.append(contentsOf: repeatElement(runs[index].stamp, count: end - position))
+                position = end
+            }
+            if position >= start + runs[index].length {
+                start += runs[index].length
+                index += 1
+            }
+        }
+        return result
     }
 }
 
