@@ -352,6 +352,11 @@ final class ChangeFixture {
             }
         }
         let changes = container.mainContext.performAndWait { recorder.last }
+        if !cascade {
+            // Unmeasured: main drops the change, so that every round starts from a main without
+            // pending changes, as a save to the store leaves it (the controller reports the move back).
+            container.mainContext.performAndWait { container.mainContext.rollback() }
+        }
         guard let elapsed, let changes else { throw VersusError("the delegate heard of no change") }
         guard changes.sections.isEmpty, changes.objects.count == 1, case let .move(id, from, to) = changes.objects[0],
               id == target, from.section == to.section else {
