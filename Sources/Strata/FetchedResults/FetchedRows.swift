@@ -373,9 +373,9 @@ struct ChunkTable: Sendable, Sequence {
 
     /// One page of chunks. Changed only through ``ChunkTable/modify(_:_:)``, which copies it first
     /// unless the table's reference is the only one.
-    // @unchecked because: a page is mutated only while uniquely referenced (checked with
-    // isKnownUniquelyReferenced by the one ChunkTable value that holds it, on that value's
-    // owner's queue); a page reachable from any other value or thread is never written again.
+    // A page is mutated only while uniquely referenced (checked with isKnownUniquelyReferenced
+    // by the one ChunkTable value that holds it, on that value's owner's queue); a page
+    // reachable from any other value or thread is never written again: @unchecked because of that.
     final class Page: @unchecked Sendable {
         var chunks: [FetchedRows.Chunk]
         init(_ chunks: [FetchedRows.Chunk]) {
