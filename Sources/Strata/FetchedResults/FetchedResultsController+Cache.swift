@@ -167,7 +167,7 @@ extension AnyFetchedResultsController {
         relatedValuesLoaded = false
         needsRerun = false
         servedCacheStamp = file.stamp
-        servedWithStamps = file.stamps != nil
+        servedWithStamps = file.stampRuns != nil
         contentStamped = []
         placedByNewerRead = []
     }
