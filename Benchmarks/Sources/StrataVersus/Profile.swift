@@ -46,6 +46,7 @@ enum Profile {
         ("string", "Strata: fetch of tailnum BEGINSWITH[c] 'n1' (condition parsed outside)"),
         ("raw-string", "raw C API: tailnum LIKE 'n1%' decoded into structs"),
         ("frc", "Strata: results controller performFetch, sections by airline.name"),
+        ("frc-change", "Strata: one flight moved within its section by an update context's save() into main, to a tracking controller's delegate (the frc change row; STRATA_PROFILE_CASCADE=1: saveToStore())"),
         ("raw-frc", "raw C API: the list's ordered IDs and GROUP BY section counts (RawDB.listIDsAndSections)"),
         ("batch-update", "Strata: BatchUpdateRequest minute = 0 where day <= 15 (on a copy of the store)"),
         ("raw-update", "raw C API: UPDATE Flight SET minute = 0, _version + 1 WHERE day <= 15 AND minute IS NOT 0 (on a copy)"),
@@ -156,6 +157,8 @@ enum Profile {
             return copy
         }
 
+        var changeFixture: ChangeFixture?
+        defer { changeFixture?.close() }
         for round in 0..<(warmup + rounds) {
             // The warm-up rounds call the same code, not through the region functions.
             let measured = round >= warmup
@@ -260,6 +263,14 @@ enum Profile {
                 let (list, seconds) = try timed { measured ? try strataRegionFRC(container) : try StrataSide.openList(container) }
                 container.coordinator.close()
                 say(tag + "frc \(list.sections.count) sections \(seconds)")
+            case "frc-change":
+                // One fixture (a tracking controller over the whole list) for every round.
+                if changeFixture == nil { changeFixture = try ChangeFixture(url: strataURL) }
+                let cascade = environment["STRATA_PROFILE_CASCADE"] == "1"
+                let seconds = try changeFixture!.moveTarget(cascade: cascade) { save in
+                    measured ? try strataRegionFRCChange(save) : try save()
+                }
+                say(tag + "frc-change \(changeFixture!.rowCount) rows \(seconds * 1e6) µs")
             case "raw-frc":
                 let db = try RawDB(path: rawPath)
                 let (list, seconds) = try timed { measured ? try rawRegionFRC(db) : try db.listIDsAndSections() }
@@ -429,6 +440,11 @@ func rawRegionString(_ db: RawDB) throws -> [Flight] {
 func strataRegionFRC(_ container: PersistentContainer) throws
     -> (sections: [(name: String, count: Int)], servedFromCache: Bool, controller: FetchedResultsController<ManagedObject>) {
     try StrataSide.openList(container)
+}
+
+@inline(never) @_optimize(none) @_silgen_name("strata_profile_region_frc_change")
+func strataRegionFRCChange(_ save: () throws -> Void) throws {
+    try save()
 }
 
 @inline(never) @_optimize(none) @_silgen_name("strata_profile_region_raw_frc")

@@ -1179,7 +1179,7 @@ final class Runner {
             var samples: [String: [Double]] = [:]
             var rowCount = 0
             for (kind, cascade) in [("save", false), ("saveToStore", true)] {
-                let fixture = try ChangeFixture(store: try store(.strata))
+                let fixture = try ChangeFixture(url: try store(.strata).url)
                 defer { fixture.close() }
                 rowCount = fixture.rowCount
                 samples.merge(try interleave(changePlan, [(kind, { _, _ in try fixture.moveTarget(cascade: cascade) })])) { $0 + $1 }

@@ -310,8 +310,8 @@ final class ChangeFixture {
     let rowCount: Int
     private var round = 0
 
-    init(store: StorePath) throws {
-        container = try PersistentContainer(model: StrataSide.model, url: store.url)
+    init(url: URL) throws {
+        container = try PersistentContainer(model: StrataSide.model, url: url)
         let main = container.mainContext
         let controller = FetchedResultsController(fetchRequest: StrataSide.listRequest(), managedObjectContext: main,
                                                   sectionNameKeyPath: "airline.name")
@@ -331,7 +331,8 @@ final class ChangeFixture {
     /// Moves the target in a new update context, and times from the start of `save()` (into
     /// main; `cascade`: `saveToStore()`, through to SQLite) to the delegate's
     /// `controllerDidChangeContent`. Checks the change set is one move within the section.
-    func moveTarget(cascade: Bool) throws -> Double {
+    /// `region` runs the save (Profile's frc-change mode passes callgrind's region function).
+    func moveTarget(cascade: Bool, region: (() throws -> Void) throws -> Void = { try $0() }) throws -> Double {
         round += 1
         let time: Int64 = round % 2 == 0 ? 1 : 2359
         recorder.last = nil
@@ -346,7 +347,7 @@ final class ChangeFixture {
             update.processPendingChanges()
             start = clock.now
             do {
-                if cascade { try update.saveToStore() } else { try update.save() }
+                try region { if cascade { try update.saveToStore() } else { try update.save() } }
             } catch {
                 throw VersusError("round \(round) (\(cascade ? "saveToStore" : "save"), value \(time)): \(error)")
             }

@@ -169,6 +169,7 @@ extension AnyFetchedResultsController {
             // key's) can still differ (`nil` and `""` share a section).
             let sectioned = sectionNameKeyPath != nil
             var probed: [Int64: [SQLiteValue]] = [:]
+            let memo = VisibleRowMemo()
             var neighbourPending: Set<Int64>?
             let dependencies = checkedDependencies()
             /// A listed row's sort values, read only once it is known to read as the layout placed it
@@ -177,7 +178,7 @@ extension AnyFetchedResultsController {
             /// with it would put the row being placed in the wrong place for good (issue 46).
             func values(of key: Int64, listedStamp: UInt32, section: SQLiteValue?) throws -> [SQLiteValue] {
                 if let known = probed[key] { return known }
-                guard let subject = try VisibleSubject(context: context, info: plan.info, key: key) else {
+                guard let subject = try VisibleSubject(context: context, info: plan.info, key: key, memo: memo) else {
                     throw VanishedRow(key: key)
                 }
                 let asListed: Bool
@@ -198,7 +199,7 @@ extension AnyFetchedResultsController {
             for entry in tracked where !gone.contains(entry.key) {
                 trackingStatistics.rowsEvaluated += 1
                 contentStamped.remove(entry.key)
-                guard let subject = try VisibleSubject(context: context, info: plan.info, key: entry.key),
+                guard let subject = try VisibleSubject(context: context, info: plan.info, key: entry.key, memo: memo),
                       try plan.condition?.evaluate(subject) ?? true else { continue }
                 guard try relatedValuesAsKnown(subject, plan, dependencies) else { throw RelatedAhead() }
                 let all = try plan.sortValues(subject)
@@ -276,7 +277,7 @@ extension AnyFetchedResultsController {
                 guard let key = current.row.toOnes[hop.index] else { break }
                 let destination = managedObjectContext.schema.infos[current.info.toOnes[hop.index].destination]!
                 let id = ObjectID(entity: destination.internedName, primaryKey: key)
-                guard let next = try VisibleSubject(context: managedObjectContext, info: destination, key: key) else {
+                guard let next = try VisibleSubject(context: managedObjectContext, info: destination, key: key, memo: subject.memo) else {
                     // Gone as the context shows it (another connection deleted it, and the news
                     // has not come), while the list placed rows by its values: not as known.
                     if let known = relatedValues[id], !known.isEmpty { return false }

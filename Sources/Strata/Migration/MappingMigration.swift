@@ -139,7 +139,7 @@ final class SourceReader {
         if let existing = statements[entity] {
             statement = existing
         } else {
-            statement = try db.prepare(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) = ?")
+            statement = try db.prepare(info.selectByKeySQL)
             statements[entity] = statement
         }
         defer { statement.reset() }

@@ -143,6 +143,8 @@ final class EntityInfo: Sendable {
     let forceDeleteSQL: String
     /// Primary key, the columns in row order, then the version.
     let selectSQL: String
+    /// `selectSQL` for one row by its key (a fault, a placement's probe): built once, not per read.
+    let selectByKeySQL: String
     /// `insertSQL`'s parameters read back as a row of `selectSQL`'s columns (version 1): a
     /// batch upsert binds a row as an insert would, then reads it whole.
     var echoSQL: String { "SELECT " + (1...(columns.count + 1)).map { "?\($0)" }.joined(separator: ", ") + ", 1" }
@@ -275,6 +277,7 @@ final class EntityInfo: Sendable {
         deleteSQL = "DELETE FROM \(table) WHERE \(pk) = ? AND \(version) = ?"
         forceDeleteSQL = "DELETE FROM \(table) WHERE \(pk) = ?"
         selectSQL = "SELECT \(([pk] + quotedColumns + [version]).joined(separator: ", ")) FROM \(table)"
+        selectByKeySQL = selectSQL + " WHERE \(pk) = ?"
     }
 
 }

@@ -144,7 +144,7 @@ extension StoreCoordinator {
 
     /// The stored row `key` of `info`, or `nil`.
     static func readRow(_ db: Connection, _ info: EntityInfo, _ key: Int64) throws -> RowSnapshot? {
-        let statement = try db.cachedStatement(info.selectSQL + " WHERE \(quoted(primaryKeyColumn)) = ?")
+        let statement = try db.cachedStatement(info.selectByKeySQL)
         try statement.bind(key, at: 1)
         defer { statement.reset() }
         return try statement.step() ? RowSnapshot(statement: statement, info: info) : nil
