@@ -355,12 +355,13 @@ struct ExternalChangesProcessTests {
         let statistics = container.coordinator.externalChangeStatistics
         let stalePlacements = main.performAndWait { sectioned.trackingStatistics.stalePlacements + flat.trackingStatistics.stalePlacements }
         let relatedAhead = main.performAndWait { sectioned.trackingStatistics.relatedAheadReruns + flat.trackingStatistics.relatedAheadReruns }
+        let fromMemory = main.performAndWait { sectioned.trackingStatistics.rowsProbedFromMemory + flat.trackingStatistics.rowsProbedFromMemory }
         let latencies = tally.latencies.sorted()
         let p99 = latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int((Double(latencies.count) * 0.99).rounded(.up)) - 1)]
         let seconds = Self.milliseconds(clock.now - started) / 1000
         print("\(name): commits=\(tally.commits) kills=\(tally.kills) delivered=\(tally.delivered) mismatches=\(tally.mismatches) missed=\(tally.missed) p99-ms=\(String(format: "%.1f", p99))")
         let operations = tally.operations.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        print("\(name) operations: \(operations) bursts=\(tally.bursts) burst-commits-unchecked=\(tally.burstCommits) stale-placements=\(stalePlacements) related-ahead-reruns=\(relatedAhead) landed-unacked=\(tally.landedUnacked) late-kills=\(tally.lateKills) lives=\(tally.lives) steps=\(steps) reports=\(tally.reports) transactions-merged=\(statistics.transactionsMerged) rows-merged=\(statistics.rowsMerged) reruns=\(statistics.reruns) p50-ms=\(String(format: "%.1f", latencies.isEmpty ? 0 : latencies[latencies.count / 2])) seconds=\(String(format: "%.1f", seconds)) seed=\(Self.baseSeed)")
+        print("\(name) operations: \(operations) bursts=\(tally.bursts) burst-commits-unchecked=\(tally.burstCommits) stale-placements=\(stalePlacements) related-ahead-reruns=\(relatedAhead) probes-from-memory=\(fromMemory) landed-unacked=\(tally.landedUnacked) late-kills=\(tally.lateKills) lives=\(tally.lives) steps=\(steps) reports=\(tally.reports) transactions-merged=\(statistics.transactionsMerged) rows-merged=\(statistics.rowsMerged) reruns=\(statistics.reruns) p50-ms=\(String(format: "%.1f", latencies.isEmpty ? 0 : latencies[latencies.count / 2])) seconds=\(String(format: "%.1f", seconds)) seed=\(Self.baseSeed)")
         print("\(name) kills: " + tally.killsAt.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         for note in tally.notes { print("\(name) problem: \(note)") }
         #expect(tally.mismatches == 0 && tally.missed == 0 && tally.commits >= Self.minimumCommits && tally.kills >= Self.minimumKills,

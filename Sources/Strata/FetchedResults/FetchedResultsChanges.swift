@@ -243,6 +243,10 @@ public struct FetchedResultsTracking: Sendable, Equatable {
     public var rowsEvaluated = 0
     /// Unchanged rows whose sort values were read to place a changed row (a binary search).
     public var rowsProbed = 0
+    /// Probes answered by the sort values an earlier placement read of the same row, as the
+    /// layout still lists it (same stamp, no related value changed since): no row read. The
+    /// upper steps of a section's binary search visit the same rows for every change in it.
+    public var rowsProbedFromMemory = 0
     /// Times the rows' versions were read for a layout served from a version 1 cache file
     /// (once, when tracking starts on it: such a file holds no stamps).
     public var stampLoads = 0

@@ -162,6 +162,7 @@ extension AnyFetchedResultsController {
             offset += section.count
         }
         self.rows = rows
+        placementValues = [:]
         deferLocations()
         relatedValues = [:]
         relatedValuesLoaded = false

@@ -63,6 +63,7 @@ extension AnyFetchedResultsController {
             let now = try VisibleSubject(context: context, info: info, key: id.primaryKey)?.values(slots) ?? []
             if relatedValues[id] != now {
                 relatedValues[id] = now
+                placementValues = [:]               // values read through key paths may be old
                 affected[id.entityName, default: []].append(id.primaryKey)
             }
         }
@@ -158,6 +159,7 @@ extension AnyFetchedResultsController {
         let pendingKeys = named.isEmpty ? [] : context.chainPendingKeys(plan.info.name)
         var contentStamped = self.contentStamped
         var changedRows = Set<Int64>()
+        var read: [Int64: PlacedValues] = [:]
         do {
             for entry in tracked {
                 if let chunk = locations[entry.key] { rows.remove(entry.key, inChunk: chunk, locations: &locations, order: order) }
@@ -170,6 +172,7 @@ extension AnyFetchedResultsController {
             let sectioned = sectionNameKeyPath != nil
             var probed: [Int64: [SQLiteValue]] = [:]
             let memo = VisibleRowMemo()
+            // Neighbours read and rows placed: kept in ``placementValues`` once this placement holds.
             var neighbourPending: Set<Int64>?
             let dependencies = checkedDependencies()
             /// A listed row's sort values, read only once it is known to read as the layout placed it
@@ -178,6 +181,12 @@ extension AnyFetchedResultsController {
             /// with it would put the row being placed in the wrong place for good (issue 46).
             func values(of key: Int64, listedStamp: UInt32, section: SQLiteValue?) throws -> [SQLiteValue] {
                 if let known = probed[key] { return known }
+                if let placed = placementValues[key], placed.stamp == listedStamp,
+                   section.map({ order(AnyFetchedResultsController.sectionValue(placed.values[0]), $0) == 0 }) ?? true {
+                    trackingStatistics.rowsProbedFromMemory += 1
+                    probed[key] = placed.values
+                    return placed.values
+                }
                 guard let subject = try VisibleSubject(context: context, info: plan.info, key: key, memo: memo) else {
                     throw VanishedRow(key: key)
                 }
@@ -194,6 +203,7 @@ extension AnyFetchedResultsController {
                 if let section, order(AnyFetchedResultsController.sectionValue(found[0]), section) != 0 { throw StaleNeighbour(key: key) }
                 trackingStatistics.rowsProbed += 1
                 probed[key] = found
+                read[key] = PlacedValues(stamp: listedStamp, values: found)
                 return found
             }
             for entry in tracked where !gone.contains(entry.key) {
@@ -221,6 +231,7 @@ extension AnyFetchedResultsController {
                     let comparison = plan.compareSortValues(try values(of: other, listedStamp: listedStamp, section: section), all)
                     return comparison < 0 || (comparison == 0 && other < entry.key)
                 }
+                read[entry.key] = PlacedValues(stamp: stamp, values: all)
             }
         } catch {
             // Put the last good layout back; the next change re-runs the request.
@@ -258,6 +269,11 @@ extension AnyFetchedResultsController {
         self.locations = locations
         self.contentStamped = contentStamped
         placedByNewerRead.subtract(candidates)
+        // A candidate not placed again (gone, or no longer selected) leaves; the others and the
+        // neighbours read take the values they were placed or compared by.
+        for key in candidates { placementValues[key] = nil }
+        if placementValues.count + read.count > AnyFetchedResultsController.placementValuesLimit { placementValues = [:] }
+        placementValues.merge(read) { _, new in new }
         let result = changeSet(before: before, after: rows, tracked: tracked, updated: changedRows)
         if !result.isEmpty { report(.changes(result)) }
     }

@@ -156,6 +156,7 @@ extension AnyFetchedResultsController {
         }
         self.rows = rows
         self.locations = locations
+        placementValues = [:]
         relatedValues = [:]
         relatedValuesLoaded = false
         if !fetched.fromStore { pendingRelatedValues = nil }

@@ -160,6 +160,19 @@ public class AnyFetchedResultsController {
     /// good (stream model test, route 0 with another process's bursts). The next follow places
     /// them again by what the context shows.
     var placedByNewerRead = Set<Int64>()
+    /// Sort values of listed rows as placements read them (key → the stamp the layout held for
+    /// the row then, and its values): a later probe of a row the layout still lists with that
+    /// stamp compares with these instead of reading it again. They are the values the layout is
+    /// ordered by, which is what a binary search over it must compare with (a newer read of the
+    /// row is the news of a change that will place it again). Emptied whenever a related value
+    /// changes (values read through a key path would be old) and whenever the layout is built
+    /// again; at most ``placementValuesLimit`` rows.
+    var placementValues: [Int64: PlacedValues] = [:]
+    struct PlacedValues {
+        var stamp: UInt32
+        var values: [SQLiteValue]
+    }
+    static let placementValuesLimit = 4096
     /// The stamp of the cache file the layout came from, until tracking starts (and checks that
     /// the store is still at it) or the rows' stamps are loaded.
     var servedCacheStamp: SectionCacheStamp?

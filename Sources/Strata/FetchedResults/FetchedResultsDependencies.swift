@@ -255,6 +255,7 @@ extension AnyFetchedResultsController {
     func loadRelatedValues(_ plan: FetchPlan) throws {
         guard !relatedValuesLoaded else { return }
         relatedValuesLoaded = true
+        placementValues = [:]
         let context = managedObjectContext
         let dependencies = checkedDependencies()
         let stored = try pendingRelatedValues ?? context.coordinator.withReader { db in try storedRelatedValues(plan, on: db) }

@@ -84,10 +84,14 @@ extension ControllerModelRun {
         let spec = w.spec
         let context = context(spec.context)
         let (controller, recorder) = (w.controller, w.recorder)
-        let (actual, events) = context.performAndWait { () -> (ControllerLayout, [FetchedResultsEvent]) in
+        let (actual, events, fromMemory) = context.performAndWait { () -> (ControllerLayout, [FetchedResultsEvent], Int) in
             defer { recorder.events = [] }
-            return (ControllerLayout(controller.snapshot), recorder.events)
+            return (ControllerLayout(controller.snapshot), recorder.events, controller.trackingStatistics.rowsProbedFromMemory)
         }
+        // Batches whose placements compared with values read by an earlier placement (and
+        // were then checked against a fresh fetch like every other).
+        if fromMemory > w.probesFromMemory { tally.outcomes["placement compared with remembered values", default: 0] += 1 }
+        w.probesFromMemory = fromMemory
         var problems: [String] = []
         func problem(_ text: String) { problems.append("[\(spec.name) on \(spec.context.rawValue)] \(text)") }
         if debugging {

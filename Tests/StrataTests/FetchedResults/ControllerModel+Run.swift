@@ -93,6 +93,8 @@ final class ControllerModelRun {
         var recorder: ModelRecorder
         /// The layout at the last check.
         var layout: ControllerLayout
+        /// The controller's probes answered from earlier placements' values, at the last check.
+        var probesFromMemory = 0
     }
 
     /// What a row's own values and the related values it reads were, in a context's view.

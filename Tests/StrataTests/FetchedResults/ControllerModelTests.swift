@@ -90,7 +90,8 @@ import StrataTestSupport
             for outcome in ["save refused by a deny rule", "save refused by a conflict", "reload after reset", "section insert", "section delete",
                             "move within a section", "move across sections", "update", "saveToStore through clean ancestors (shortcut)",
                             "saveToStore level by level", "background.save() over unsaved changes on main",
-                            "another coordinator between main.save() and writer.save()"] {
+                            "another coordinator between main.save() and writer.save()",
+                            "placement compared with remembered values"] {
                 #expect((tally.outcomes[outcome] ?? 0) >= 100, "outcome \(outcome) reached \(tally.outcomes[outcome] ?? 0) times")
             }
         }

@@ -93,6 +93,47 @@ import StrataTestSupport
         try fixture.checkAgainstFreshFetch()
     }
 
+    /// A second change in the same section compares with the sort values the first placement
+    /// read where the layout still lists those rows as they were (the upper steps of the binary
+    /// search visit the same rows): fewer rows read. A renamed category (a value read through
+    /// the key path) empties them, and every step still equals a fresh fetch.
+    @Test func laterPlacementsCompareWithValuesReadBeforeUnlessARelatedValueChanged() throws {
+        let fixture = try Fixture()
+        func statistics() -> FetchedResultsTracking { fixture.main.performAndWait { fixture.controller.trackingStatistics } }
+        let first = try fixture.change { update in
+            try update.existingObject(with: fixture.goods[40]).setValue("m first", forKey: "name")
+        }
+        #expect(first.rowsProbed > 0)
+        let before = statistics()
+        _ = try fixture.change { update in
+            try update.existingObject(with: fixture.goods[80]).setValue("m second", forKey: "name")
+        }
+        let after = statistics()
+        let fromMemory = after.rowsProbedFromMemory - before.rowsProbedFromMemory, read = after.rowsProbed - before.rowsProbed
+        #expect(fromMemory > 0, "the second placement read \(read) rows and took none from memory")
+        #expect(read < first.rowsProbed, "read \(read), the first placement \(first.rowsProbed)")
+        try fixture.checkAgainstFreshFetch()
+        // Goods 40, 80 and 120 are all in category 0: renaming it re-places its goods by the new
+        // name, and what the earlier placements read (with the old name) is not used again.
+        let heldBefore = fixture.main.performAndWait {
+            fixture.controller.placementValues.values.filter { $0.values.first == .text("Category 000") }.count
+        }
+        #expect(heldBefore > 0)
+        _ = try fixture.change { update in
+            try update.existingObject(with: fixture.categories[0]).setValue("Category 000 renamed", forKey: "name")
+        }
+        try fixture.checkAgainstFreshFetch()
+        let oldName = fixture.main.performAndWait {
+            fixture.controller.placementValues.values.filter { $0.values.first == .text("Category 000") }.count
+        }
+        #expect(oldName == 0, "\(oldName) rows kept the old category name")
+        _ = try fixture.change { update in
+            try update.existingObject(with: fixture.goods[120]).setValue("m third", forKey: "name")
+        }
+        try fixture.checkAgainstFreshFetch()
+        #expect(statistics().reruns == 0)
+    }
+
     @Test func movingAGoodToAnotherCategoryEvaluatesOnlyThatGood() throws {
         // Both categories' `goods` change too, but no key path reads it: their goods stay put.
         let fixture = try Fixture()
