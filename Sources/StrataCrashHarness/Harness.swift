@@ -110,7 +110,10 @@ final class Harness {
             for index in 0..<rng.int(0...3) {
                 try insertGood("g-\(seed)-\(commit)-\(index)", number: rng.int(0...999), category: rng.pick(categories), in: update)
             }
-            let others = try update.fetchObjectIDs(FetchRequest(entityName: "Good", predicate: try Condition("name BEGINSWITH %@", "g-"),
+            // STRATA_HARNESS_OWN_GOODS=1 (several harnesses at once on one store): only this
+            // seed's goods are edited, so that no save meets another process's edit as a conflict.
+            let prefix = ProcessInfo.processInfo.environment["STRATA_HARNESS_OWN_GOODS"] == "1" ? "g-\(seed)-" : "g-"
+            let others = try update.fetchObjectIDs(FetchRequest(entityName: "Good", predicate: try Condition("name BEGINSWITH %@", prefix),
                                                                 sortKeys: [.ascending("name")]))
             for (index, id) in rng.sample(others, rng.int(0...min(3, others.count))).enumerated() {
                 let good = try update.object(with: id)

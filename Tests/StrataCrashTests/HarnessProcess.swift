@@ -137,7 +137,8 @@ enum HarnessProcess {
         private var collected = false
 
         /// Starts `executable` (the harness unless a test names another) with `arguments`.
-        init(arguments: [String], killPoint: String?, executable: URL? = HarnessProcess.executable) throws {
+        init(arguments: [String], killPoint: String?, executable: URL? = HarnessProcess.executable,
+             environment extra: [String: String] = [:]) throws {
             do {
                 guard let executable else { throw NotFound() }
                 process.executableURL = executable
@@ -145,6 +146,7 @@ enum HarnessProcess {
                 var environment = ProcessInfo.processInfo.environment
                 environment.removeValue(forKey: "STRATA_KILL_POINT")
                 if let killPoint { environment["STRATA_KILL_POINT"] = killPoint }
+                environment.merge(extra) { _, new in new }
                 process.environment = environment
                 process.standardOutput = out
                 process.standardError = err

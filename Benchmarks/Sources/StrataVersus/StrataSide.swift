@@ -309,6 +309,8 @@ final class ChangeFixture {
     let target: ObjectID
     let rowCount: Int
     private var round = 0
+    /// The first change's time: no probe values remembered from an earlier placement yet.
+    private(set) var firstChange: Double?
 
     init(url: URL) throws {
         container = try PersistentContainer(model: StrataSide.model, url: url)
@@ -359,6 +361,7 @@ final class ChangeFixture {
             container.mainContext.performAndWait { container.mainContext.rollback() }
         }
         guard let elapsed, let changes else { throw VersusError("the delegate heard of no change") }
+        if firstChange == nil { firstChange = elapsed }
         guard changes.sections.isEmpty, changes.objects.count == 1, case let .move(id, from, to) = changes.objects[0],
               id == target, from.section == to.section else {
             throw VersusError("expected one move within a section, got \(changes.sections) \(changes.objects)")
