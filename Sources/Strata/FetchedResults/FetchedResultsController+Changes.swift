@@ -159,6 +159,7 @@ extension AnyFetchedResultsController {
         let pendingKeys = named.isEmpty ? [] : context.chainPendingKeys(plan.info.name)
         var contentStamped = self.contentStamped
         var changedRows = Set<Int64>()
+        // Neighbours read and rows placed: kept in ``placementValues`` once this placement holds.
         var read: [Int64: PlacedValues] = [:]
         do {
             for entry in tracked {
@@ -172,7 +173,6 @@ extension AnyFetchedResultsController {
             let sectioned = sectionNameKeyPath != nil
             var probed: [Int64: [SQLiteValue]] = [:]
             let memo = VisibleRowMemo()
-            // Neighbours read and rows placed: kept in ``placementValues`` once this placement holds.
             var neighbourPending: Set<Int64>?
             let dependencies = checkedDependencies()
             /// A listed row's sort values, read only once it is known to read as the layout placed it
