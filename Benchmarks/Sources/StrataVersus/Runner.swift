@@ -1173,9 +1173,9 @@ final class Runner {
         if options.includes(changeName) {
             let changePlan = Plan(iterations: max(options.iterations ?? 10, 5), warmup: 2)
             start(changeName, changePlan)
-            // Each kind on its own stack, one after the other: alternating a save into main only
-            // with a save to the store on one object hits a known issue (a stale conflict base
-            // left in main: UnsavedParentRoundTripTests), which refuses the 11th save.
+            // Each kind on its own stack, one after the other, so that each row's rounds start
+            // alike. (Alternating them on one object once met a spurious conflict at the 11th
+            // save, fixed since: UnsavedParentRoundTripTests.)
             var samples: [String: [Double]] = [:]
             var rowCount = 0
             var firstSave: Double?

@@ -348,7 +348,15 @@ extension ManagedObjectContext {
     ///   others its save throws, as against the store (a delete's rules cannot be taken back).
     func mergeUnderPendingChanges(_ object: ManagedObject, _ row: RowSnapshot) {
         guard let read = object.committed else { return }
-        if row != read {
+        // An update whose row is back at the values it was read with (set and set back, or
+        // saved into this context and set back by a child) changes nothing the merged row could
+        // conflict with: it takes the row, with no conflict base. (It kept the base it was read
+        // at, and the next save of the object was refused against its own commit: ours 1,
+        // theirs 1, stored 1, read as 2359; UnsavedParentRoundTripTests.) A pending delete keeps
+        // its base: its save must still meet the row as a conflict.
+        let changesItsRow = object.state != .updated
+            || object.current.attributes != read.attributes || object.current.toOnes != read.toOnes
+        if row != read, changesItsRow {
             switch policy {
             case .error, .storeWinsPerProperty, .rollback:
                 if conflictBases[object.objectID] == nil { conflictBases[object.objectID] = read }

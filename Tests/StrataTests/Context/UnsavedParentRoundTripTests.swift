@@ -7,11 +7,11 @@ import StrataTestSupport
 /// another update context and saved through to the store: the writer must not call that a
 /// conflict (the benchmark's one-flight change alternates `save()` and `saveToStore()` so).
 ///
-/// Known issue, found on 2026-11-30 and present before that session's work (checked at
-/// f60c802): with a tracking controller sorted through a relationship on main, the 11th save
-/// of this order is refused as a conflict (`ours 1, theirs 1, stored 1 (read as 2359)`): after
-/// the 6th (a cascade over main's no-op pending change) main keeps the object as updated, with
-/// a conflict base of the value it had before. Recorded as a known issue until it is fixed.
+/// Found on 2026-11-30: the 11th save of this order was refused as a conflict (`ours 1, theirs
+/// 1, stored 1 (read as 2359)`). At the 6th, main held a no-op update (saved into main, then set
+/// back by the next save into main), and the merge of the cascade's commit recorded a conflict
+/// base for it, the value it had been read with; the writer did the same. A merge over an update
+/// whose row is back at its read values now records no base.
 @Suite struct UnsavedParentRoundTripTests {
     @Test func aValueSavedIntoMainThenSetBackAndSavedToTheStoreIsNoConflict() throws {
         let directory = TemporaryDirectory("strata-roundtrip")
@@ -49,7 +49,6 @@ import StrataTestSupport
         // The benchmark's order: save and saveToStore alternate, and which goes first alternates
         // too, while the value alternates call by call.
         var call = 0
-        withKnownIssue("a cascade over main's no-op pending change leaves a stale conflict base (see above)") {
         for round in 0..<8 {
             for k in 0..<2 {
                 call += 1
@@ -67,7 +66,6 @@ import StrataTestSupport
                 }
                 _ = main.performAndWait { recorder.changes.last }
             }
-        }
         }
         let stored = try StoreInspector(url: directory.file("goods.sqlite")).compute(
             CanonicalRequest(FetchRequest(entityName: "Good", sortKeys: [.ascending("number")]), sectionKeyPath: nil))
