@@ -354,8 +354,7 @@ extension ManagedObjectContext {
         // at, and the next save of the object was refused against its own commit: ours 1,
         // theirs 1, stored 1, read as 2359; UnsavedParentRoundTripTests.) A pending delete keeps
         // its base: its save must still meet the row as a conflict.
-        let changesItsRow = object.state != .updated
-            || object.current.attributes != read.attributes || object.current.toOnes != read.toOnes
+        let changesItsRow = object.state != .updated || object.current != read      // values, not versions
         if row != read, changesItsRow {
             switch policy {
             case .error, .storeWinsPerProperty, .rollback:

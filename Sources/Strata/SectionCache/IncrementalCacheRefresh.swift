@@ -162,8 +162,7 @@ extension SectionCacheFile {
                   on db: Connection, stamp: SectionCacheStamp,
                   statistics: inout SectionCacheRefreshStatistics) throws -> SectionCacheFile? {
         // 1. The file without the changed keys (and their stamps, when the file holds them).
-        //    `stamps` expands the runs: once here, never per key (that was quadratic).
-        let stamps = self.stamps
+        let stamps = expandedStamps()
         var kept: [Int64] = []
         kept.reserveCapacity(keys.count + changed.count)
         var keptStamps: [UInt32] = []

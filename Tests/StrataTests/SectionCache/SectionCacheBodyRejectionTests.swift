@@ -12,7 +12,7 @@ import StrataTestSupport
     static func crafted(_ file: SectionCacheFile, body: [UInt8]? = nil, sectionCount: Int? = nil, objectCount: Int? = nil,
                         bodyLength: Int? = nil, compressed: [UInt8]? = nil) -> Data {
         CacheBytes.file(stamp: file.stamp, request: file.request, sectionCount: sectionCount ?? file.sections.count,
-                        objectCount: objectCount ?? file.keys.count, body: body ?? CacheBytes.body(file.sections, file.keys, stamps: file.stamps),
+                        objectCount: objectCount ?? file.keys.count, body: body ?? CacheBytes.body(file.sections, file.keys, stamps: file.expandedStamps()),
                         bodyLength: bodyLength, compressed: compressed)
     }
 

@@ -221,7 +221,7 @@ enum CacheBytes {
     /// `file` laid out by hand from its parts.
     static func file(_ file: SectionCacheFile) -> Data {
         CacheBytes.file(stamp: file.stamp, request: file.request, sectionCount: file.sections.count, objectCount: file.keys.count,
-                        body: body(file.sections, file.keys, stamps: file.stamps))
+                        body: body(file.sections, file.keys, stamps: file.expandedStamps()))
     }
 
     /// The header length field of a file (bytes 12..<16).
