@@ -97,17 +97,21 @@ import Testing
             // A reader (the harness serving itself) never met a torn or damaged file either.
             #expect(!run.stderr.contains("rejected"), "seed \(seed): \(run.stderr)")
         }
-        // At rest, the file is the store's list, as verify and as a served controller see it.
+        // At rest, the file is the store's list (as verify and as a served controller see it),
+        // or stale and rebuilt by the next fetch, never served otherwise. Stale happens: a refresh
+        // that must re-run the request (a commit that wrote a category) can write its snapshot
+        // over a newer file another process appended to meanwhile (seen once in a loaded run).
         var settled = Tally()
         Self.readOnce(inspector, &settled)
-        #expect(settled.compared == 1, "at rest: \(settled)")
+        #expect(settled.compared + settled.stale == 1 && settled.mismatches.isEmpty, "at rest: \(settled)")
         let verification = try inspector.verifyCache(named: "goods")
-        #expect(verification.matches, "\(verification.differences)")
+        #expect(verification.matches || verification.report.status == .stale, "\(verification.differences)")
         let reopened = try CacheExitFlushTests.reopen(store)
-        #expect(reopened.status == .served)
+        #expect(reopened.status == .served || reopened.status == .rebuilt(.entityChanged), "\(reopened.status)")
         #expect(reopened.cached == reopened.fresh)
+        let atRest = settled.compared == 1 ? "served" : "stale"
 
-        print("cache-concurrency: writers=\(seeds.count) commits=\(seeds.count * commits) \(tally) settled-with-records=\(settled.comparedWithRecords)")
+        print("cache-concurrency: writers=\(seeds.count) commits=\(seeds.count * commits) \(tally) at-rest=\(atRest) settled-with-records=\(settled.comparedWithRecords)")
         #expect(tally.rejected.isEmpty, "reads rejected the file: \(tally.rejected)")
         #expect(tally.errors.isEmpty, "reads threw: \(tally.errors)")
         #expect(tally.mismatches.isEmpty, "\(tally.mismatches.prefix(3))")
