@@ -12,6 +12,12 @@ import PackageDescription
 // (StrataMacrosTests) are left out of such builds; the plain build runs them.
 let prebuiltMacros = ProcessInfo.processInfo.environment["STRATA_PREBUILT_MACROS"].flatMap { $0.isEmpty ? nil : $0 }
 
+// `STRATA_WITHOUT_SYNC=1`: leave out StrataSync, its tests and postgres-nio (SwiftNIO with it).
+// CI's sanitizer builds and the performance gate's release build set it: none of their suites
+// touches sync, and each would spend minutes compiling SwiftNIO again. `strata sync` is then
+// absent from the command (it is built when StrataSync is).
+let withoutSync = ProcessInfo.processInfo.environment["STRATA_WITHOUT_SYNC"].map { !$0.isEmpty } ?? false
+
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
@@ -24,13 +30,18 @@ let package = Package(
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
         .executable(name: "strata", targets: ["StrataCLI"]),
+    ] + (withoutSync ? [] : [
+        .library(name: "StrataSync", targets: ["StrataSync"]),
+    ]) + [
         // The test suites' child processes (StrataCrashHarness, StrataHistoryWriter) are
         // executable targets only: `swift test` builds them, and no dependent sees them.
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-    ] + (prebuiltMacros != nil ? [] : [
+    ] + (withoutSync ? [] : [
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+    ]) + (prebuiltMacros != nil ? [] : [
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "602.0.0"),
         .package(url: "https://github.com/pointfreeco/swift-macro-testing", from: "0.7.0"),
     ]),
@@ -69,7 +80,7 @@ let package = Package(
             dependencies: [
                 "Strata",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            ] + (withoutSync ? [] : ["StrataSync"]),
             swiftSettings: strictSettings
         ),
         .target(
@@ -115,7 +126,25 @@ let package = Package(
             dependencies: ["Strata", "StrataSQLite", "StrataTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
-    ] + (prebuiltMacros != nil ? [] : [
+    ] + (withoutSync ? [] : [
+        // Sync through PostgreSQL: its own library; the Strata core does not depend on it.
+        .target(
+            name: "StrataSync",
+            dependencies: ["Strata", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        // The replica child of the sync convergence test (SyncConvergenceTests).
+        .executableTarget(
+            name: "StrataSyncReplica",
+            dependencies: ["Strata", "StrataSync", "StrataTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "StrataSyncTests",
+            dependencies: ["Strata", "StrataSync", "StrataTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
+            swiftSettings: strictSettings
+        ),
+    ]) + (prebuiltMacros != nil ? [] : [
         // The `@Entity` macro family's implementation: a compiler plug-in, run at build time only.
         .macro(
             name: "StrataMacros",

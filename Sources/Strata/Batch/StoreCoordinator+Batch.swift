@@ -413,8 +413,7 @@ extension StoreCoordinator {
     /// touched entities again.
     /// The first key past every key handed out (`strata_entity.next_pk`) or stored.
     func firstFreeKey(_ db: Connection, _ info: EntityInfo) throws -> Int64 {
-        let select = try db.cachedStatement(
-            "SELECT max(next_pk, coalesce((SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)), 0) + 1) FROM strata_entity WHERE name = ?")
+        let select = try db.cachedStatement(StoreCoordinator.firstFreeKeySQL(info))
         try select.bind(info.name, at: 1)
         defer { select.reset() }
         guard try select.step() else { throw ObjectError.unknownEntity(info.name) }

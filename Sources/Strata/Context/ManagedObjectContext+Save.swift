@@ -48,12 +48,16 @@ extension ManagedObjectContext {
                 KillPoint.hit("save.pushed", in: name)
                 return nil
             }
-            let changes = try pendingStoreChanges()
+            var changes = try pendingStoreChanges()
             guard !changes.isEmpty else {
                 acceptPendingChanges()
                 return nil
             }
+            changes.syncState = syncStateForNextCommit
+            changes.requiredGeneration = requiredGenerationForNextCommit
             outcome = try coordinator.commit(changes, policy: policy, origin: name, author: inherited ?? author)
+            syncStateForNextCommit = [:]
+            requiredGenerationForNextCommit = nil
         } catch {
             undo(adoption)
             throw error

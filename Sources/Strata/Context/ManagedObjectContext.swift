@@ -113,6 +113,17 @@ public final class ManagedObjectContext: @unchecked Sendable {
         set { authorStorage.withLock { $0 = newValue } }
     }
 
+    /// Sync bookkeeping (key → value) that this root context's next commit writes with its rows,
+    /// in the same transaction; emptied by a save that commits. Use on the context's queue.
+    @_spi(StrataSync)
+    public var syncStateForNextCommit: [String: String] = [:]
+
+    /// The store generation this root context's next commit requires: the commit throws
+    /// ``StoreMovedError`` (and writes nothing) when any commit landed since. `nil`: none.
+    /// Emptied by a save that commits.
+    @_spi(StrataSync)
+    public var requiredGenerationForNextCommit: Int64?
+
     /// When true, this context merges what others save: for a root context, every save of another
     /// root context on the same coordinator; for a child, every change its parent receives from a
     /// merge or from another child's save. Merges run asynchronously on this context's queue, in

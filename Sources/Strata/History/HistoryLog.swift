@@ -152,7 +152,12 @@ enum HistoryLog {
     }
 
     /// Deletes transactions `...token`.
+    /// Nothing a sync engine has not pushed yet goes (``StoreCoordinator/syncPushFloor(_:)``):
+    /// local history is never pruned before it is pushed.
     static func delete(_ db: Connection, through token: Int64) throws {
+        var token = token
+        if let floor = try StoreCoordinator.syncPushFloor(db) { token = min(token, floor) }
+        guard token > 0 else { return }
         try db.cachedStatement("DELETE FROM strata_history_change WHERE token <= ?").execute(.integer(token))
         try db.cachedStatement("DELETE FROM strata_history WHERE token <= ?").execute(.integer(token))
     }

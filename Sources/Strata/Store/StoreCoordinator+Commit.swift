@@ -23,6 +23,7 @@ extension StoreCoordinator {
         let outcome: CommitOutcome = try withConnection { db in
             let outcome = try db.transaction(.immediate) {
                 KillPoint.hit("transaction.begun", in: origin)
+                if let required = changes.requiredGeneration { try StoreCoordinator.requireGeneration(db, required) }
                 var transaction = CommitTransaction(db, schema: model.schema, policy: policy, changes: changes,
                                                     history: historyOptions.isEnabled ? HistoryRecorder(author: author, context: origin) : nil)
                 try transaction.deleteRows()
@@ -37,6 +38,7 @@ extension StoreCoordinator {
                     throw MergeConflictError(conflicts: transaction.conflicts)
                 }
                 try transaction.writeMembership()
+                try StoreCoordinator.writeSyncState(db, changes.syncState)
                 guard transaction.wrote else { return CommitOutcome(result: nil, resolutions: transaction.resolutions) }
                 KillPoint.hit("rows.written", in: origin)
                 let touched = changes.touchedEntities.union(transaction.nullified.keys)
@@ -226,6 +228,10 @@ struct StoreChanges {
     var joinInserts: [(ObjectID, ObjectID, String, Int64, Int64)] = []
     var joinDeletes: [(ObjectID, ObjectID, String, Int64, Int64)] = []
     var touchedEntities: Set<String> = []
+    /// Sync bookkeeping written in the commit's transaction (``ManagedObjectContext/syncStateForNextCommit``).
+    var syncState: [String: String] = [:]
+    /// The generation the store must be at for the commit to go ahead (``StoreMovedError``).
+    var requiredGeneration: Int64?
 
     var isEmpty: Bool {
         inserted.isEmpty && updated.isEmpty && deleted.isEmpty && joinInserts.isEmpty && joinDeletes.isEmpty

@@ -61,7 +61,7 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// Per entity (by `EntityInfo.ordinal`): the keys reserved and not yet handed out. Its own
     /// lock, so that an insert served from a reserved block never waits for a commit (which
     /// holds `lock` for its whole transaction); taken inside `lock`, never the other way round.
-    private let reservedKeys = Locked<[(next: Int64, end: Int64, block: Int64)]>([])
+    let reservedKeys = Locked<[(next: Int64, end: Int64, block: Int64)]>([])
     /// Whether the next commit rewrites the model's JSON in `strata_meta` (guarded by `lock`).
     var refreshModelJSON: Bool
     /// Commits since the history was last pruned (guarded by `lock`).
@@ -389,6 +389,11 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// transaction (blocks grow from 64 to 65,536 keys as an entity keeps inserting). That write
     /// changes no row a fetch can see, so it does not bump the generation. Keys of a block left
     /// unused when the process ends are skipped, never reused.
+    ///
+    /// Keys are taken within the key block of `next_pk` (blocks of 2^40 keys, see
+    /// ``keyBlockBits``): a store synced with others starts each entity's `next_pk` in its own
+    /// replica's block, and rows pulled from other replicas (keys in their blocks) never move it.
+    /// A store that never syncs stays in block 0, where this is the plain `max(key) + 1`.
     func reservePrimaryKey(for info: EntityInfo) throws -> Int64 {
         let count = model.schema.infos.count
         /// The next key of the entity's block, or `nil` when the block is used up.
@@ -410,8 +415,7 @@ public final class StoreCoordinator: @unchecked Sendable {
             // A read-only store: keys for objects that can never be saved, past every stored
             // one, reserved in memory only (an insert works; its save is refused).
             let first: Int64 = try db.transaction(isReadOnly ? .deferred : .immediate) {
-                let select = try db.cachedStatement(
-                    "SELECT max(next_pk, coalesce((SELECT max(\(quoted(primaryKeyColumn))) FROM \(info.table)), 0) + 1) FROM strata_entity WHERE name = ?")
+                let select = try db.cachedStatement(StoreCoordinator.firstFreeKeySQL(info))
                 try select.bind(entity, at: 1)
                 guard try select.step() else { throw ObjectError.unknownEntity(entity) }
                 let first = select.int64(at: 0)

@@ -1,0 +1,79 @@
+internal import Foundation
+internal import PostgresNIO
+internal import Logging
+
+/// The server's side: tables created and versioned by the library, in the database the URL names.
+///
+/// - `strata_sync_meta`: the schema's version and the model every replica must have.
+/// - `strata_sync_replica`: one row per replica (its number is its key block), with the last
+///   local generation it pushed and the last server transaction it applied.
+/// - `strata_sync_txn`: the log. `seq` is the server's order: assigned under an advisory lock
+///   held to the commit, so transactions commit in `seq` order, without gaps; a reader that has
+///   seen `seq` has seen everything before it. `(replica, local_generation)` is unique: a push
+///   retried after its commit adds nothing.
+enum ServerSchema {
+    static let version = 1
+    /// The channel a push notifies, with the last `seq` as the payload.
+    static let channel = "strata_sync"
+    /// The advisory lock every push and every schema change holds to its commit.
+    static let lockKey: Int64 = 0x5354_5241_5441            // "STRATA"
+
+    static func prepare(_ connection: PostgresConnection, model: String, logger: Logger) async throws {
+        try await run("preparing the sync schema", logger) {
+            try await connection.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+                try await connection.query("""
+                    CREATE TABLE IF NOT EXISTS strata_sync_meta (key text PRIMARY KEY, value text NOT NULL)
+                    """, logger: logger)
+                try await connection.query("""
+                    CREATE TABLE IF NOT EXISTS strata_sync_replica (
+                        replica bigserial PRIMARY KEY, store_uuid text NOT NULL UNIQUE, name text,
+                        enrolled_at timestamptz NOT NULL DEFAULT now(), seeded boolean NOT NULL DEFAULT false,
+                        pushed_through bigint NOT NULL DEFAULT 0, pulled_through bigint NOT NULL DEFAULT 0)
+                    """, logger: logger)
+                try await connection.query("""
+                    CREATE TABLE IF NOT EXISTS strata_sync_txn (
+                        seq bigint PRIMARY KEY, replica bigint NOT NULL REFERENCES strata_sync_replica,
+                        local_generation bigint NOT NULL, kind text NOT NULL,
+                        committed_at timestamptz NOT NULL DEFAULT now(), changes json NOT NULL,
+                        UNIQUE (replica, local_generation))
+                    """, logger: logger)
+                try await connection.query("""
+                    INSERT INTO strata_sync_meta (key, value) VALUES ('schema-version', \(String(version))), ('model', \(model))
+                    ON CONFLICT (key) DO NOTHING
+                    """, logger: logger)
+                var found: [String: String] = [:]
+                for try await (key, value) in try await connection.query("SELECT key, value FROM strata_sync_meta", logger: logger)
+                    .decode((String, String).self) { found[key] = value }
+                let schema = Int(found["schema-version"] ?? "") ?? 0
+                if schema > version { throw SyncError.serverSchemaTooNew(found: schema, supported: version) }
+                if let stored = found["model"], stored != model { throw SyncError.modelMismatch(server: stored, local: model) }
+            }
+        }
+    }
+
+    /// Runs `body`, turning PostgreSQL's errors into ``SyncError``s that say what was being done.
+    static func run<T>(_ doing: String, _ logger: Logger, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as SyncError {
+            throw error
+        } catch let error as PostgresTransactionError {
+            if let inner = error.closureError as? SyncError { throw inner }
+            throw describe(error.closureError ?? error.commitError ?? error.beginError ?? error, doing: doing)
+        } catch {
+            throw describe(error, doing: doing)
+        }
+    }
+
+    static func describe(_ error: any Error, doing: String) -> SyncError {
+        if let error = error as? SyncError { return error }
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] {
+                return .server(doing: doing, message: message)
+            }
+            return .serverUnavailable("\(doing): \(error.code)")
+        }
+        return .serverUnavailable("\(doing): \(String(reflecting: error))")
+    }
+}

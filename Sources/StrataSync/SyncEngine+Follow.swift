@@ -1,0 +1,139 @@
+internal import Foundation
+@_spi(StrataSync) internal import Strata
+internal import PostgresNIO
+internal import Logging
+
+extension SyncEngine {
+    /// Keeps the store and the server in step until the calling task is cancelled: a round at
+    /// once, then one whenever another replica pushes (PostgreSQL's `LISTEN/NOTIFY`, no polling of
+    /// the server) or a local commit lands (the store's generation, looked at every
+    /// `pollInterval`). When the server is down or the connection breaks, the error goes into
+    /// ``SyncStatus/lastError`` and the engine connects again (after 0.1 s, doubling to 5 s);
+    /// nothing is lost meanwhile: local commits wait in the history.
+    ///
+    /// - Throws: the errors no retry can mend (``SyncError/modelMismatch(server:local:)``,
+    ///   ``SyncError/unsupportedModel(_:)``, ``SyncError/historyExpired(pushedThrough:)``,
+    ///   ``SyncError/replicaUnknown(replica:store:)``, ``SyncError/seedConflict``,
+    ///   ``SyncError/serverSchemaTooNew(found:supported:)``, ``SyncError/undecodableTransaction(seq:reason:)``);
+    ///   returns when the task is cancelled.
+    public func follow(pollInterval: Duration = .milliseconds(50)) async throws {
+        var delay = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            do {
+                try await followOnce(pollInterval: pollInterval)
+                delay = .milliseconds(100)
+            } catch let error as SyncError where !error.isPermanent {
+                recordFailure(error)
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            } catch is CancellationError {
+                return
+            }
+        }
+    }
+
+    private func recordFailure(_ error: SyncError) {
+        updateStatus { $0.lastError = error }
+    }
+
+    /// One connection's life: listen, sync, then sync on every wake-up until something fails.
+    private func followOnce(pollInterval: Duration) async throws {
+        let lock = try SyncFileLock(path: storePathForLock)
+        defer { lock.release() }
+        let listener = try await server.connect(logger: syncLogger)
+        let worker: PostgresConnection
+        do { worker = try await server.connect(logger: syncLogger) } catch {
+            try? await listener.close()
+            throw error
+        }
+        defer {
+            Task {
+                try? await listener.close()
+                try? await worker.close()
+            }
+        }
+        let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            // The server's news.
+            group.addTask {
+                do {
+                    try await listener.listen(on: ServerSchema.channel) { notifications in
+                        wake.yield()                                // listening now: catch up once
+                        for try await notification in notifications {
+                            if let seq = Int64(notification.payload) { self.updateStatus { $0.serverSeq = max($0.serverSeq, seq) } }
+                            wake.yield()
+                        }
+                    }
+                } catch {
+                    throw ServerSchema.describe(error, doing: "listening for other replicas' pushes")
+                }
+                throw SyncError.serverUnavailable("the server ended the notifications")
+            }
+            // Local commits.
+            group.addTask {
+                var seen = (try? self.coordinator.currentGeneration()) ?? 0
+                while !Task.isCancelled {
+                    try await Task.sleep(for: pollInterval)
+                    let now = (try? self.coordinator.currentGeneration()) ?? seen
+                    if now != seen {
+                        seen = now
+                        wake.yield()
+                    }
+                }
+            }
+            group.addTask {
+                for await _ in wakeUps {
+                    do {
+                        _ = try await self.round(worker)
+                    } catch {
+                        throw error as? SyncError ?? ServerSchema.describe(error, doing: "syncing")
+                    }
+                }
+            }
+            defer { wake.finish() }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+}
+
+extension SyncError {
+    /// Whether retrying can't mend it.
+    var isPermanent: Bool {
+        switch self {
+        case .serverUnavailable, .server, .local, .alreadySyncing: false
+        case .modelMismatch, .serverSchemaTooNew, .unsupportedModel, .historyNotKept, .historyExpired, .replicaUnknown,
+             .seedConflict, .undecodableTransaction: true
+        }
+    }
+}
+
+/// An exclusive `flock` on a file beside the store: one sync engine per store at a time, in
+/// this process or another (a lock ends with its process, even a killed one).
+final class SyncFileLock {
+    private var descriptor: Int32
+
+    init(path: String) throws {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw SyncError.local("can't open \(path): \(String(cString: strerror(errno)))") }
+        // Another engine may be finishing its round: wait up to 10 s.
+        var waited = 0
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            if waited >= 10_000 {
+                close(descriptor)
+                throw SyncError.alreadySyncing(path: path)
+            }
+            usleep(5_000)
+            waited += 5
+        }
+        self.descriptor = descriptor
+    }
+
+    func release() {
+        guard descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
+    }
+
+    deinit { release() }
+}

@@ -1,0 +1,2 @@
+import StrataSync
+print("replica")
