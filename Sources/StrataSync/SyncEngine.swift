@@ -153,11 +153,10 @@ public final class SyncEngine: Sendable {
     public func sync() async throws -> SyncReport {
         let lock = try SyncFileLock(path: storePathForLock)
         defer { lock.release() }
-        let connection = try await server.connect(logger: logger)
-        defer { Task { try? await connection.close() } }
         do {
-            let report = try await round(connection)
-            return report
+            let connection = try await server.connect(logger: logger)
+            defer { Task { try? await connection.close() } }
+            return try await round(connection)
         } catch {
             let failure = error as? SyncError ?? ServerSchema.describe(error, doing: "syncing")
             update { $0.lastError = failure }

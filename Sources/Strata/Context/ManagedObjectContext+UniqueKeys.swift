@@ -82,7 +82,7 @@ extension ManagedObjectContext {
                     if holder == nil, let mine = claimed[ObjectIdentifier(info)]?[tagged] {
                         holder = mine
                         conflict = (key, values)
-                    } else if holder == nil, let stored = try storedHolder(info, key, values) {
+                    } else if holder == nil, let stored = try storedHolder(info, key, values), stillHolds(info, stored) {
                         holder = stored
                         conflict = (key, values)
                     }
@@ -103,6 +103,12 @@ extension ManagedObjectContext {
             throw error
         }
         return adoption
+    }
+
+    /// Whether the stored row `key` still holds its key when this save inserts: not when this
+    /// context deletes it (the commit deletes rows before it inserts).
+    private func stillHolds(_ info: EntityInfo, _ key: Int64) -> Bool {
+        registered[ObjectID(entity: info.internedName, primaryKey: key)]?.state != .deleted
     }
 
     /// The stored row that holds `values` as `key`, read through the coordinator (committed rows).
