@@ -18,7 +18,17 @@ struct StrataCommand: ParsableCommand {
               strata cache list /tmp/goods.sqlite
             """,
         subcommands: [Demo.self, StoreCommand.self, CacheCommand.self, HistoryCommand.self, WatchCommand.self, ImportCommand.self]
+            + syncSubcommands
     )
+
+    /// `strata sync`, built with StrataSync (absent when the package is built with STRATA_WITHOUT_SYNC).
+    private static var syncSubcommands: [any ParsableCommand.Type] {
+        #if canImport(StrataSync)
+        return [SyncCommand.self]
+        #else
+        return []
+        #endif
+    }
 
     /// Parses, runs, and turns every error into one line on standard error and its exit status
     /// (see ``ExitStatus``). `--help` prints to standard output and exits 0. The arguments are

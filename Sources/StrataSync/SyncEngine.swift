@@ -34,8 +34,6 @@ public struct SyncReport: Sendable, Equatable {
     public var inserted = 0, updated = 0, deleted = 0
     /// Rows merged into the row that held their unique key first.
     public var merged = 0
-    /// Pulled values left alone because this replica wrote them later in the server's order.
-    public var skippedValues = 0
     /// Times the apply found a local commit had landed meanwhile, and pushed again first.
     public var storeMovedRetries = 0
 }
@@ -62,6 +60,7 @@ public final class SyncEngine: Sendable {
     private struct EngineState {
         var status = SyncStatus()
         var preparedSchema = false
+        var installedCapture = false
         var watchers: [UUID: AsyncStream<SyncStatus>.Continuation] = [:]
     }
 
@@ -170,6 +169,10 @@ public final class SyncEngine: Sendable {
             state.withLock { $0.preparedSchema = true }
         }
         let replica = try await enrol(connection)
+        if !state.withLock({ $0.installedCapture }) {
+            try local { try coordinator.installSyncCapture() }
+            state.withLock { $0.installedCapture = true }
+        }
         var report = SyncReport()
         while true {
             report.pushed += try await push(connection, replica: replica)
@@ -242,7 +245,10 @@ public final class SyncEngine: Sendable {
             return try rows[0].decode(Int64.self)
         }
         SyncKillPoint.hit("enrol.registered")
-        try self.local { try coordinator.moveKeys(toBlock: replica) }
+        try self.local {
+            try coordinator.installSyncCapture()
+            try coordinator.moveKeys(toBlock: replica)
+        }
         let snapshot = try self.local { try coordinator.snapshotRows() }
         local = [SyncEngine.replicaKey: String(replica), StoreCoordinator.pushedThroughKey: String(snapshot.generation),
                  SyncEngine.pulledKey: "0", SyncEngine.seedKey: snapshot.rows.isEmpty ? "0" : "1"]
@@ -325,73 +331,74 @@ public final class SyncEngine: Sendable {
 
     // MARK: Pull
 
-    /// Applies the next page of server transactions; returns how many it read (0: up to date),
+    /// Applies every server transaction after the pulled position: folded onto the base (the
+    /// server's state at that position, see ``SyncFold``) and the rows that changed written into
+    /// the store in one save, with the new position. Returns how many it read (0: up to date),
     /// or `nil` when a local commit landed meanwhile (nothing was applied: push again first).
     private func pull(_ connection: PostgresConnection, replica: Int64, generation: Int64, report: inout SyncReport) async throws -> Int? {
         let local = try self.local { try coordinator.syncState() }
         let pulled = Int64(local[SyncEngine.pulledKey] ?? "") ?? 0
-        let limit = SyncEngine.pageSize
-        let page = try await readTransactions(connection, after: pulled, limit: limit, replica: nil)
-        SyncKillPoint.hit("pull.read")
-        guard let last = page.last?.seq else { return 0 }
-        // This replica's own transactions after the position: their writes stay on top of
-        // earlier remote ones.
-        let own = try await readTransactions(connection, after: pulled, limit: nil, replica: replica)
-        var ownWrites: [SyncApply.WriteKey: Int64] = [:]
-        for transaction in own {
-            for change in transaction.changes where change.kind != .delete {
-                for name in change.attributes.keys { ownWrites[.init(entity: change.entity, key: change.key, name: name)] = transaction.seq }
-                for name in change.toOnes.keys { ownWrites[.init(entity: change.entity, key: change.key, name: name)] = transaction.seq }
-            }
+        var transactions: [SyncTransaction] = []
+        while true {
+            let page = try await readTransactions(connection, after: transactions.last?.seq ?? pulled, limit: SyncEngine.pageSize, replica: nil)
+            transactions += page
+            if page.count < SyncEngine.pageSize { break }
         }
+        SyncKillPoint.hit("pull.read")
+        guard let last = transactions.last?.seq else { return 0 }
         var aliases: [String: Int64] = [:]
         for (key, value) in local where key.hasPrefix("alias:") { aliases[key] = Int64(value) }
+        let model = coordinator.model
+        let folded: (overlay: [ObjectID: FoldRow?], aliases: [String: Int64], merged: Int) = try self.local {
+            try coordinator.withSyncBase { base in
+                var fold = SyncFold(model: model, base: base, aliases: aliases)
+                for transaction in transactions { try fold.apply(transaction) }
+                return (try fold.rowsToWrite(), fold.newAliases, fold.merged)
+            }
+        }
         let context = coordinator.newContext(name: "strata.sync")
         context.transactionAuthor = SyncEngine.transactionAuthor
-        let model = coordinator.model
         let outcome: (SyncApply.Counts, committed: Bool) = try context.performAndWait {
-            var apply = SyncApply(context: context, model: model, ownWrites: ownWrites, aliases: aliases)
+            let counts: SyncApply.Counts
             do {
-                for transaction in page where transaction.replica != replica { try apply.apply(transaction) }
+                counts = try SyncApply.write(folded.overlay, into: context, model: model)
             } catch let error as SyncError {
                 throw error
             } catch {
-                throw SyncError.local("applying server transactions \(page[0].seq)...\(last): \(error)")
+                throw SyncError.local("applying server transactions \(transactions[0].seq)...\(last): \(error)")
             }
             var bookkeeping = [SyncEngine.pulledKey: String(last)]
-            for (key, value) in apply.newAliases { bookkeeping[key] = String(value) }
+            for (key, value) in folded.aliases { bookkeeping[key] = String(value) }
             SyncKillPoint.hit("apply.built")
             context.syncStateForNextCommit = bookkeeping
             context.requiredGenerationForNextCommit = generation
             do {
-                if context.hasChanges, try context.save() != nil { return (apply.counts, true) }
-                try coordinator.writeSyncState(bookkeeping, requiringGeneration: generation)
-                return (apply.counts, true)
+                if context.hasChanges, try context.save() != nil { return (counts, true) }
+                try coordinator.writeSyncState(bookkeeping, requiringGeneration: generation, clearingCapture: true)
+                return (counts, true)
             } catch is StoreMovedError {
                 context.rollback()
-                return (apply.counts, false)
+                return (counts, false)
             } catch {
                 context.rollback()
-                throw SyncError.local("saving server transactions \(page[0].seq)...\(last): \(error)")
+                throw SyncError.local("saving server transactions \(transactions[0].seq)...\(last): \(error)")
             }
         }
         guard outcome.committed else { return nil }
         SyncKillPoint.hit("apply.committed")
-        let ownCount = page.filter { $0.replica == replica }.count
-        report.pulled += page.count
-        report.pulledOwn += ownCount
+        report.pulled += transactions.count
+        report.pulledOwn += transactions.filter { $0.replica == replica }.count
         report.inserted += outcome.0.inserted
         report.updated += outcome.0.updated
         report.deleted += outcome.0.deleted
-        report.merged += outcome.0.merged
-        report.skippedValues += outcome.0.skippedValues
-        let count = page.count
+        report.merged += folded.merged
+        let count = transactions.count
         update {
             $0.pulledThrough = last
             $0.pulledTransactions += count
             $0.serverSeq = max($0.serverSeq, last)
         }
-        return page.count
+        return count
     }
 
     /// Server transactions after `after` (all replicas', or one replica's), in the server's order.

@@ -127,7 +127,7 @@ import Testing
         }
         try await syncA.sync()                      // A's edit first in the server's order
         let report = try await syncB.sync()          // B's after: B keeps its title, takes A's budget
-        #expect(report.skippedValues == 1)
+        #expect(report.pulled == 2 && report.pulledOwn == 1)
         try await syncA.sync()
         for coordinator in [a, b] {
             let project = try rows(coordinator, "Project")[key]

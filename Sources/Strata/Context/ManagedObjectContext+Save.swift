@@ -55,6 +55,7 @@ extension ManagedObjectContext {
             }
             changes.syncState = syncStateForNextCommit
             changes.requiredGeneration = requiredGenerationForNextCommit
+            changes.clearsSyncCapture = !syncStateForNextCommit.isEmpty
             outcome = try coordinator.commit(changes, policy: policy, origin: name, author: inherited ?? author)
             syncStateForNextCommit = [:]
             requiredGenerationForNextCommit = nil

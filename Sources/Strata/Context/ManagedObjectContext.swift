@@ -114,7 +114,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
 
     /// Sync bookkeeping (key → value) that this root context's next commit writes with its rows,
-    /// in the same transaction; emptied by a save that commits. Use on the context's queue.
+    /// in the same transaction (a commit that writes some also clears the before-images of
+    /// ``StoreCoordinator/installSyncCapture()``); emptied by a save that commits. Use on the
+    /// context's queue.
     @_spi(StrataSync)
     public var syncStateForNextCommit: [String: String] = [:]
 

@@ -39,6 +39,7 @@ extension StoreCoordinator {
                 }
                 try transaction.writeMembership()
                 try StoreCoordinator.writeSyncState(db, changes.syncState)
+                if changes.clearsSyncCapture { try StoreCoordinator.clearSyncCapture(db, schema: model.schema) }
                 guard transaction.wrote else { return CommitOutcome(result: nil, resolutions: transaction.resolutions) }
                 KillPoint.hit("rows.written", in: origin)
                 let touched = changes.touchedEntities.union(transaction.nullified.keys)
@@ -232,6 +233,8 @@ struct StoreChanges {
     var syncState: [String: String] = [:]
     /// The generation the store must be at for the commit to go ahead (``StoreMovedError``).
     var requiredGeneration: Int64?
+    /// Whether the commit clears the sync engine's before-images (``StoreCoordinator/installSyncCapture()``).
+    var clearsSyncCapture = false
 
     var isEmpty: Bool {
         inserted.isEmpty && updated.isEmpty && deleted.isEmpty && joinInserts.isEmpty && joinDeletes.isEmpty

@@ -53,12 +53,14 @@ extension StoreCoordinator {
     /// `requiringGeneration`: written only if the store is still at that generation, else
     /// ``StoreMovedError``.
     @_spi(StrataSync)
-    public func writeSyncState(_ values: [String: String], requiringGeneration required: Int64? = nil) throws {
+    /// `clearingCapture`: the before-images go too (an apply that changed no row).
+    public func writeSyncState(_ values: [String: String], requiringGeneration required: Int64? = nil, clearingCapture: Bool = false) throws {
         try refuseWriteIfReadOnly("writing sync state")
         try withConnection { db in
             try db.transaction(.immediate) {
                 if let required { try StoreCoordinator.requireGeneration(db, required) }
                 try StoreCoordinator.writeSyncState(db, values)
+                if clearingCapture { try StoreCoordinator.clearSyncCapture(db, schema: model.schema) }
             }
         }
     }
