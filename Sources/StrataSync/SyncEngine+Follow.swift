@@ -69,14 +69,18 @@ extension SyncEngine {
                 }
                 throw SyncError.serverUnavailable("the server ended the notifications")
             }
-            // Local commits.
+            // Local commits, and a round every few seconds whatever happens (a connection that died
+            // without a word is found out by that round's deadline).
             group.addTask {
+                var quiet = Duration.zero
                 var seen = (try? self.coordinator.currentGeneration()) ?? 0
                 while !Task.isCancelled {
                     try await Task.sleep(for: pollInterval)
                     let now = (try? self.coordinator.currentGeneration()) ?? seen
-                    if now != seen {
+                    quiet += pollInterval
+                    if now != seen || quiet >= .seconds(5) {
                         seen = now
+                        quiet = .zero
                         wake.yield()
                     }
                 }
@@ -84,7 +88,7 @@ extension SyncEngine {
             group.addTask {
                 for await _ in wakeUps {
                     do {
-                        _ = try await self.round(worker)
+                        _ = try await self.withDeadline(worker) { try await self.round(worker) }
                     } catch {
                         throw error as? SyncError ?? ServerSchema.describe(error, doing: "syncing")
                     }

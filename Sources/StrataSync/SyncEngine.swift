@@ -20,9 +20,13 @@ public struct SyncStatus: Sendable, Equatable {
     public var pushedTransactions = 0
     public var pulledTransactions = 0
     public var rounds = 0
+    /// Times an apply found that a local commit had landed after the push, and pushed again first.
+    public var storeMovedRetries = 0
     public var lastSync: Date?
     /// The last error a round met (``SyncEngine/follow(pollInterval:)`` retries), `nil` after a round succeeds.
     public var lastError: SyncError?
+
+    public init() {}
 }
 
 /// What one round did.
@@ -53,6 +57,10 @@ public final class SyncEngine: Sendable {
     public let coordinator: StoreCoordinator
     public let server: SyncServer
     public let name: String?
+    /// How long a round may wait for the server before it gives up (the connection is closed and
+    /// the round fails with ``SyncError/serverUnavailable(_:)``): a server that stops answering
+    /// never leaves a round waiting for good.
+    public let timeout: Duration
     private let logger: Logger
     private let storePath: String
     private let state = Mutex(EngineState())
@@ -70,13 +78,15 @@ public final class SyncEngine: Sendable {
     static let pageSize = 256
 
     /// - Throws: ``SyncError/unsupportedModel(_:)``, ``SyncError/historyNotKept``.
-    public init(coordinator: StoreCoordinator, server: SyncServer, name: String? = nil, logger: Logger? = nil) throws {
+    public init(coordinator: StoreCoordinator, server: SyncServer, name: String? = nil, timeout: Duration = .seconds(30),
+                logger: Logger? = nil) throws {
         guard let url = coordinator.url else { throw SyncError.local("an in-memory store can't be synced") }
         guard coordinator.keepsHistory else { throw SyncError.historyNotKept }
         try SyncEngine.checkModel(coordinator.model)
         self.coordinator = coordinator
         self.server = server
         self.name = name
+        self.timeout = timeout
         self.storePath = url.path
         var logger = logger ?? Logger(label: "strata.sync")
         if logger.logLevel < .warning, ProcessInfo.processInfo.environment["STRATA_SYNC_DEBUG"] == nil { logger.logLevel = .warning }
@@ -155,11 +165,34 @@ public final class SyncEngine: Sendable {
         do {
             let connection = try await server.connect(logger: logger)
             defer { Task { try? await connection.close() } }
-            return try await round(connection)
+            return try await withDeadline(connection) { try await self.round(connection) }
         } catch {
             let failure = error as? SyncError ?? ServerSchema.describe(error, doing: "syncing")
             update { $0.lastError = failure }
             throw failure
+        }
+    }
+
+    /// Runs `body` (a round on `connection`), closing the connection when it takes longer than
+    /// ``timeout``: the queries waiting on it fail, and so does the round. The caller is answered
+    /// at the deadline even if `body` ignores the closing (it then ends on its own, later).
+    func withDeadline<T: Sendable>(_ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let timeout = self.timeout
+        let answer = AnswerOnce<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                answer.set(continuation)
+                let work = Task { answer.resume(with: await Result(catching: body)) }
+                Task {
+                    try? await Task.sleep(for: timeout)
+                    guard answer.resume(with: .failure(SyncError.serverUnavailable("no answer from the server in \(timeout)"))) else { return }
+                    work.cancel()
+                    try? await connection.close()
+                }
+            }
+        } onCancel: {
+            answer.resume(with: .failure(CancellationError()))
+            Task { try? await connection.close() }
         }
     }
 
@@ -187,6 +220,7 @@ public final class SyncEngine: Sendable {
         let pending = (try? pendingTransactions()) ?? 0
         update {
             $0.rounds += 1
+            $0.storeMovedRetries += report.storeMovedRetries
             $0.lastSync = Date()
             $0.lastError = nil
             $0.pending = pending
@@ -429,5 +463,46 @@ public final class SyncEngine: Sendable {
             }
             return result
         }
+    }
+}
+
+/// A continuation resumed once, by whichever of several tasks answers first.
+final class AnswerOnce<T: Sendable>: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<T, any Error>?, early: Result<T, any Error>?, done: Bool)>((nil, nil, false))
+
+    func set(_ continuation: CheckedContinuation<T, any Error>) {
+        let early: Result<T, any Error>? = state.withLock { state in
+            if let early = state.early {
+                state.early = nil
+                return early
+            }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    /// Resumes the continuation with `result` unless an answer came first; `true` if this was it.
+    @discardableResult
+    func resume(with result: Result<T, any Error>) -> Bool {
+        let continuation: CheckedContinuation<T, any Error>?? = state.withLock { state in
+            guard !state.done else { return .none }
+            state.done = true
+            guard let continuation = state.continuation else {
+                state.early = result
+                return .some(nil)
+            }
+            state.continuation = nil
+            return .some(continuation)
+        }
+        guard case .some(let waiting) = continuation else { return false }
+        waiting?.resume(with: result)
+        return true
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }

@@ -171,20 +171,39 @@ case "work":
     let acks = options["--acks"], stats = options["--stats"]
     let sync = engine()
     var random = SplitMix64(seed: seed)
+    // `--follow 1`: the engine follows in the background (LISTEN/NOTIFY, and this process's own
+    // commits) while the loop below saves: rounds race the saves.
+    let follows = options["--follow"] == "1"
+    var following: Task<Void, Never>?
+    if follows {
+        following = Task {
+            do { try await sync.follow(pollInterval: .milliseconds(10)) } catch { append(stats, "follow-error \(error)") }
+        }
+        Task {
+            var last = SyncStatus()
+            for await status in sync.statusUpdates() {
+                if status.rounds > last.rounds { append(stats, "follow-round rounds=\(status.rounds - last.rounds) moved=\(status.storeMovedRetries - last.storeMovedRetries)") }
+                if let error = status.lastError, error != last.lastError { append(stats, "sync-error \(String(describing: error).prefix(160))") }
+                last = status
+            }
+        }
+    }
     for _ in 0..<steps {
         switch random.int(0...99) {
         case 0..<50:
             do {
                 if let generation = try randomSave(&random) { append(acks, "ack \(generation)") }
             } catch {
-                append(stats, "save-refused \(String(describing: error).prefix(120))")
+                append(stats, "save-refused \(String(describing: error).prefix(120).replacingOccurrences(of: "\n", with: " "))")
             }
         case 50..<58:
             do {
                 if let generation = try randomBatch(&random) { append(acks, "ack \(generation)") }
             } catch {
-                append(stats, "batch-refused \(String(describing: error).prefix(120))")
+                append(stats, "batch-refused \(String(describing: error).prefix(120).replacingOccurrences(of: "\n", with: " "))")
             }
+        case 58..<92 where follows:
+            try? await Task.sleep(for: .milliseconds(random.int(1...10)))
         case 58..<92:
             do {
                 append(stats, describe(try await sync.sync()))
@@ -195,6 +214,7 @@ case "work":
             usleep(UInt32(random.int(1...15)) * 1000)
         }
     }
+    following?.cancel()
     print("done")
 case "final":
     let sync = engine()

@@ -102,7 +102,8 @@ import Testing
                     let process = Process()
                     process.executableURL = executable
                     process.arguments = ["work", "--store", stores[lane], "--server", url, "--seed", String(UInt64(lane) << 32 | UInt64(iteration)),
-                                         "--steps", String(random.int(20...120)), "--acks", acks[lane], "--stats", stats[lane]]
+                                         "--steps", String(random.int(20...120)), "--acks", acks[lane], "--stats", stats[lane],
+                                         "--follow", random.chance(0.35) ? "1" : "0"]
                     process.environment = childEnvironment
                     let errorPipe = Pipe()
                     process.standardError = errorPipe
@@ -120,9 +121,21 @@ import Testing
                         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
                     }
                     if timed { DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay), execute: timer) }
+                    // A run that outlives 120 s is stuck: killed, and a failure.
+                    let hung = Flag()
+                    let watchdog = DispatchWorkItem {
+                        hung.set()
+                        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                    }
+                    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(120), execute: watchdog)
                     let errors = errorPipe.fileHandleForReading.readDataToEndOfFile()
                     process.waitUntilExit()
                     timer.cancel()
+                    watchdog.cancel()
+                    if hung.value {
+                        tally.failed("lane \(lane) run \(iteration) hung for 120 s (killed): \(String(decoding: errors, as: UTF8.self).suffix(2000))")
+                        return
+                    }
                     if process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL {
                         // Killed by the timer, or by the armed point first.
                         tally.killed(fired.value ? "random-time" : (armed ?? "random-time"))
@@ -223,9 +236,9 @@ import Testing
         var rounds: [String: Int] = [:]
         for lane in 0..<3 {
             for line in ((try? String(contentsOfFile: stats[lane], encoding: .utf8)) ?? "").split(separator: "\n") {
-                if line.hasPrefix("round ") {
-                    rounds["rounds", default: 0] += 1
-                    for field in line.dropFirst(6).split(separator: " ") {
+                if line.hasPrefix("round ") || line.hasPrefix("follow-round ") {
+                    rounds[line.hasPrefix("round ") ? "rounds" : "follow-updates", default: 0] += 1
+                    for field in line.split(separator: " ").dropFirst() {
                         let parts = field.split(separator: "=")
                         if parts.count == 2, let value = Int(parts[1]) { rounds[String(parts[0]), default: 0] += value }
                     }
