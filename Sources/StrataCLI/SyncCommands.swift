@@ -17,7 +17,7 @@ struct SyncCommand: ParsableCommand {
 
             Example:
               strata sync /tmp/goods.sqlite --server postgresql://app@db.example/app
-              STRATA_SYNC_URL=postgresql://app@db.example/app strata sync /tmp/goods.sqlite --follow
+              strata sync /tmp/goods.sqlite --follow        (the server in $STRATA_SYNC_URL)
               strata sync status /tmp/goods.sqlite
             """,
         subcommands: [SyncRunCommand.self, SyncStatusCommand.self],
@@ -53,7 +53,8 @@ struct SyncRunCommand: ParsableCommand {
 
             Example:
               strata sync /tmp/goods.sqlite --server postgresql://app@db.example/app
-              STRATA_SYNC_URL=postgresql://app@db.example/app strata sync /tmp/goods.sqlite --follow
+              strata sync run /tmp/goods.sqlite --json | jq .pulled
+              strata sync /tmp/goods.sqlite --follow        (the server in $STRATA_SYNC_URL)
             """
     )
 
@@ -75,13 +76,18 @@ struct SyncRunCommand: ParsableCommand {
         // Installed before anything is opened: an interrupt from now on ends --follow (exit 0).
         let interruption = follow ? Interruption() : nil
         defer { interruption?.uninstall() }
-        let coordinator = try Self.open(location)
+        let (inspector, coordinator) = try Self.open(location)
         defer { coordinator.close() }
         do {
             let engine = try SyncEngine(coordinator: coordinator, server: syncServer)
             if let interruption { return try following(engine, interruption: interruption) }
+            // Enrolment pushes the store's rows as one seed, which the report does not count.
+            let before = try coordinator.syncState()
+            let hasRows = before["replica"] == nil ? try inspector.info().entities.contains { $0.rows > 0 } : false
             let report = try Blocking.run { try await engine.sync() }
-            try show(report, engine.status, server: syncServer)
+            let enrolled = before["replica"] == nil && engine.status.replica != nil
+            let seeded = (enrolled && hasRows) || before["seed-pending"] == "1"
+            try show(report, engine.status, enrolled: enrolled, seeded: seeded, server: syncServer)
         } catch let error as SyncError {
             throw CommandFailure(ExitStatus(sync: error), error.description)
         }
@@ -105,17 +111,18 @@ struct SyncRunCommand: ParsableCommand {
     }
 
     /// STORE opened for writing with the model it holds (sync writes what it pulls).
-    static func open(_ location: StoreArgument) throws -> StoreCoordinator {
+    static func open(_ location: StoreArgument) throws -> (StoreInspector, StoreCoordinator) {
         let inspector = try location.inspector()
         _ = try inspector.metadata()   // rejects a format this Strata can't read
-        return try StoreCoordinator(model: try inspector.model(), url: inspector.url, options: StoreOptions())
+        return (inspector, try StoreCoordinator(model: try inspector.model(), url: inspector.url, options: StoreOptions()))
     }
 
     // MARK: One round
 
-    private func show(_ report: SyncReport, _ status: SyncStatus, server: SyncServer) throws {
+    private func show(_ report: SyncReport, _ status: SyncStatus, enrolled: Bool, seeded: Bool, server: SyncServer) throws {
         if json {
-            return try printJSON(SyncJSON.Round(server: server.description, replica: status.replica, pushed: report.pushed,
+            return try printJSON(SyncJSON.Round(server: server.description, replica: status.replica, enrolled: enrolled,
+                                                seeded: seeded, pushed: report.pushed,
                                                 pulled: report.pulled, pulledOwn: report.pulledOwn, inserted: report.inserted,
                                                 updated: report.updated, deleted: report.deleted, merged: report.merged,
                                                 pushedThrough: status.pushedThrough,
@@ -124,8 +131,9 @@ struct SyncRunCommand: ParsableCommand {
         let applied = "\(report.inserted) inserted, \(report.updated) updated, \(report.deleted) deleted, \(report.merged) merged"
         var fields = Table([("", .left), ("", .left)])
         fields.append(["server", server.description])
-        fields.append(["replica", status.replica.map { "\($0)" } ?? "not enrolled"])
-        fields.append(["pushed", Format.count(report.pushed, "transaction") + ", through generation \(status.pushedThrough)"])
+        fields.append(["replica", status.replica.map { "\($0)" + (enrolled ? " (enrolled now)" : "") } ?? "not enrolled"])
+        fields.append(["pushed", Format.count(report.pushed, "transaction") + (seeded ? " and the store's rows, as a seed" : "")
+                       + ", through generation \(status.pushedThrough)"])
         fields.append(["pulled", Format.count(report.pulled, "transaction")
                        + (report.pulledOwn > 0 ? " (\(report.pulledOwn) pushed from here)" : "") + ", through seq \(status.pulledThrough)"])
         fields.append(["applied", applied])
@@ -245,6 +253,8 @@ enum SyncJSON {
     struct Round: Encodable {
         var server: String
         var replica: Int64?
+        /// Whether this round enrolled the store, and pushed its rows as a seed.
+        var enrolled, seeded: Bool
         var pushed, pulled, pulledOwn, inserted, updated, deleted, merged: Int
         var pushedThrough, pulledThrough: Int64
         var pending: Int

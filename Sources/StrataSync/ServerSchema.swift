@@ -10,13 +10,22 @@ internal import Logging
 /// - `strata_sync_txn`: the log. `seq` is the server's order: assigned under an advisory lock
 ///   held to the commit, so transactions commit in `seq` order, without gaps; a reader that has
 ///   seen `seq` has seen everything before it. `(replica, local_generation)` is unique: a push
-///   retried after its commit adds nothing.
+///   retried after its commit adds nothing (and a replica's `pushed_through`, updated in the same
+///   transaction, keeps it out once its row is compacted away).
+/// - `strata_sync_snapshot`, `strata_sync_snapshot_alias`: the state the log up to
+///   `snapshot-through` (in `strata_sync_meta`) folds to, written by ``SyncEngine/compact()``,
+///   which then drops those transactions; a replica behind it starts from the snapshot.
 enum ServerSchema {
     static let version = 1
     /// The channel a push notifies, with the last `seq` as the payload.
     static let channel = "strata_sync"
     /// The advisory lock every push and every schema change holds to its commit.
     static let lockKey: Int64 = 0x5354_5241_5441            // "STRATA"
+
+    /// The next `seq` (under the advisory lock): past every transaction in the log, and past the
+    /// compacted part (whose transactions are gone: `max(seq)` alone would start again at 1).
+    static let nextSeq = "greatest((SELECT coalesce(max(seq), 0) FROM strata_sync_txn), "
+        + "(SELECT coalesce(max(value::bigint), 0) FROM strata_sync_meta WHERE key = 'snapshot-through')) + 1"
 
     static func prepare(_ connection: PostgresConnection, model: String, logger: Logger) async throws {
         try await run("preparing the sync schema", logger) {
@@ -37,6 +46,14 @@ enum ServerSchema {
                         local_generation bigint NOT NULL, kind text NOT NULL,
                         committed_at timestamptz NOT NULL DEFAULT now(), changes json NOT NULL,
                         UNIQUE (replica, local_generation))
+                    """, logger: logger)
+                // The compacted part of the log: the state it folds to, at `snapshot-through`.
+                try await connection.query("""
+                    CREATE TABLE IF NOT EXISTS strata_sync_snapshot (entity text NOT NULL, key bigint NOT NULL, row json NOT NULL,
+                        PRIMARY KEY (entity, key))
+                    """, logger: logger)
+                try await connection.query("""
+                    CREATE TABLE IF NOT EXISTS strata_sync_snapshot_alias (name text PRIMARY KEY, target bigint NOT NULL)
                     """, logger: logger)
                 try await connection.query("""
                     INSERT INTO strata_sync_meta (key, value) VALUES ('schema-version', \(String(version))), ('model', \(model))

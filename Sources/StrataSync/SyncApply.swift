@@ -17,6 +17,50 @@ struct FoldRow: Equatable {
     }
 }
 
+/// What a fold reads rows from: the local base (``SyncBase``), or a snapshot from the server.
+protocol FoldBase {
+    func row(entity: String, key: Int64) throws -> FoldRow?
+    func keys(entity: String, whereAttributes values: [(String, AttributeValue)]) throws -> [Int64]
+    func keys(entity: String, whereToOne relationship: String, names key: Int64) throws -> [Int64]
+}
+
+/// The local base: the store, with the rows changed since the last apply as they were.
+struct LocalBase: FoldBase {
+    let base: SyncBase
+
+    func row(entity: String, key: Int64) throws -> FoldRow? { try base.row(entity: entity, key: key).map(FoldRow.init) }
+    func keys(entity: String, whereAttributes values: [(String, AttributeValue)]) throws -> [Int64] {
+        try base.keys(entity: entity, whereAttributes: values)
+    }
+    func keys(entity: String, whereToOne relationship: String, names key: Int64) throws -> [Int64] {
+        try base.keys(entity: entity, whereToOne: relationship, names: key)
+    }
+}
+
+/// A snapshot of the server's state read from the server (a replica behind its compacted log).
+final class SnapshotBase: FoldBase {
+    let rows: [ObjectID: FoldRow]
+    private var byEntity: [String: [Int64]] = [:]
+
+    init(rows: [ObjectID: FoldRow]) {
+        self.rows = rows
+        for id in rows.keys { byEntity[id.entityName, default: []].append(id.primaryKey) }
+    }
+
+    func row(entity: String, key: Int64) throws -> FoldRow? { rows[ObjectID(entityName: entity, primaryKey: key)] }
+
+    func keys(entity: String, whereAttributes values: [(String, AttributeValue)]) throws -> [Int64] {
+        (byEntity[entity] ?? []).filter { key in
+            guard let row = rows[ObjectID(entityName: entity, primaryKey: key)] else { return false }
+            return values.allSatisfy { row.attributes[$0.0] == .some($0.1) }
+        }
+    }
+
+    func keys(entity: String, whereToOne relationship: String, names key: Int64) throws -> [Int64] {
+        (byEntity[entity] ?? []).filter { rows[ObjectID(entityName: entity, primaryKey: $0)]?.toOnes[relationship] == .some(key) }
+    }
+}
+
 /// The server's log folded onto the base (the state this replica last applied, which is the
 /// server's state at its pulled position): the rules of <doc:SyncingWithPostgreSQL>, in one place.
 ///
@@ -38,14 +82,14 @@ struct FoldRow: Equatable {
 /// then writes exactly those rows into the store (``SyncApply``).
 struct SyncFold {
     let model: Model
-    let base: SyncBase
+    let base: any FoldBase
     /// Rows the fold changed: the new row, or `nil` for a row that is gone.
     private(set) var overlay: [ObjectID: FoldRow?] = [:]
     var aliases: [String: Int64]
     private(set) var newAliases: [String: Int64] = [:]
     private(set) var merged = 0
 
-    init(model: Model, base: SyncBase, aliases: [String: Int64]) {
+    init(model: Model, base: any FoldBase, aliases: [String: Int64]) {
         self.model = model
         self.base = base
         self.aliases = aliases
@@ -73,7 +117,7 @@ struct SyncFold {
     func row(_ entity: String, _ key: Int64) throws -> FoldRow? {
         let id = ObjectID(entityName: entity, primaryKey: key)
         if let changed = overlay[id] { return changed }
-        return try base.row(entity: entity, key: key).map(FoldRow.init)
+        return try base.row(entity: entity, key: key)
     }
 
     /// The rows of `entity` (other than `key`) whose `names` hold `values` now.
@@ -111,10 +155,10 @@ struct SyncFold {
     /// The rows the store must be given: those the fold changed, and those changed locally since
     /// the last apply (this replica's own transactions, folded where the server placed them),
     /// each as the fold has it now.
-    func rowsToWrite() throws -> [ObjectID: FoldRow?] {
+    func rowsToWrite(changedSinceApply: [ObjectID]) throws -> [ObjectID: FoldRow?] {
         var result = overlay
-        for id in try base.changedSinceApply() where result[id] == nil {
-            result[id] = .some(try base.row(entity: id.entityName, key: id.primaryKey).map(FoldRow.init))
+        for id in changedSinceApply where result[id] == nil {
+            result[id] = .some(try base.row(entity: id.entityName, key: id.primaryKey))
         }
         return result
     }

@@ -40,6 +40,8 @@ public struct SyncReport: Sendable, Equatable {
     public var merged = 0
     /// Times the apply found a local commit had landed meanwhile, and pushed again first.
     public var storeMovedRetries = 0
+    /// Whether this replica was behind the server's compacted log and started from its snapshot.
+    public var bootstrapped = false
 }
 
 /// Syncs one store with a PostgreSQL database that other replicas of it sync with too.
@@ -307,7 +309,7 @@ public final class SyncEngine: Sendable {
                 if seeded > 0 { throw SyncError.seedConflict }
                 try await connection.query("""
                     INSERT INTO strata_sync_txn (seq, replica, local_generation, kind, changes)
-                    VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM strata_sync_txn), \(replica), 0, 'seed', \(json)::json)
+                    VALUES ((SELECT \(unescaped: ServerSchema.nextSeq)), \(replica), 0, 'seed', \(json)::json)
                     ON CONFLICT (replica, local_generation) DO NOTHING
                     """, logger: logger)
                 try await connection.query("UPDATE strata_sync_replica SET seeded = true WHERE replica = \(replica)", logger: logger)
@@ -338,10 +340,14 @@ public final class SyncEngine: Sendable {
                 try await ServerSchema.run("pushing local transactions", logger) {
                     try await connection.withTransaction(logger: logger) { connection in
                         try await connection.query("SELECT pg_advisory_xact_lock(\(ServerSchema.lockKey))", logger: logger)
-                        for (generation, kind, json) in outgoing {
+                        // Already on the server (a push killed after its commit): kept out even
+                        // when its transaction was compacted away.
+                        let known = try await connection.query("SELECT pushed_through FROM strata_sync_replica WHERE replica = \(replica)", logger: logger)
+                            .collect().first?.decode(Int64.self) ?? 0
+                        for (generation, kind, json) in outgoing where generation > known {
                             try await connection.query("""
                                 INSERT INTO strata_sync_txn (seq, replica, local_generation, kind, changes)
-                                VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM strata_sync_txn), \(replica), \(generation), \(kind), \(json)::json)
+                                VALUES ((SELECT \(unescaped: ServerSchema.nextSeq)), \(replica), \(generation), \(kind), \(json)::json)
                                 ON CONFLICT (replica, local_generation) DO NOTHING
                                 """, logger: logger)
                         }
@@ -372,22 +378,29 @@ public final class SyncEngine: Sendable {
     private func pull(_ connection: PostgresConnection, replica: Int64, generation: Int64, report: inout SyncReport) async throws -> Int? {
         let local = try self.local { try coordinator.syncState() }
         let pulled = Int64(local[SyncEngine.pulledKey] ?? "") ?? 0
-        var transactions: [SyncTransaction] = []
-        while true {
-            let page = try await readTransactions(connection, after: transactions.last?.seq ?? pulled, limit: SyncEngine.pageSize, replica: nil)
-            transactions += page
-            if page.count < SyncEngine.pageSize { break }
-        }
+        let log = try await readLog(connection, after: pulled)
+        let transactions = log.transactions
         SyncKillPoint.hit("pull.read")
-        guard let last = transactions.last?.seq else { return 0 }
+        guard let last = transactions.last?.seq ?? (log.snapshot != nil ? log.snapshotThrough : nil) else { return 0 }
         var aliases: [String: Int64] = [:]
         for (key, value) in local where key.hasPrefix("alias:") { aliases[key] = Int64(value) }
         let model = coordinator.model
-        let folded: (overlay: [ObjectID: FoldRow?], aliases: [String: Int64], merged: Int) = try self.local {
-            try coordinator.withSyncBase { base in
-                var fold = SyncFold(model: model, base: base, aliases: aliases)
-                for transaction in transactions { try fold.apply(transaction) }
-                return (try fold.rowsToWrite(), fold.newAliases, fold.merged)
+        let folded: (overlay: [ObjectID: FoldRow?], aliases: [String: Int64], merged: Int)
+        if let snapshot = log.snapshot {
+            // Behind the compacted log: the snapshot is the base, every local row is compared.
+            var fold = SyncFold(model: model, base: SnapshotBase(rows: snapshot.rows), aliases: snapshot.aliases)
+            for transaction in transactions { try fold.apply(transaction) }
+            var rows: [ObjectID: FoldRow?] = snapshot.rows.mapValues { .some($0) }
+            for (id, row) in fold.overlay { rows[id] = .some(row) }
+            for (id, _) in try self.local({ try coordinator.snapshotRows() }).rows where rows[id] == nil { rows[id] = .some(nil) }
+            folded = (rows, snapshot.aliases.merging(fold.newAliases) { $1 }, fold.merged)
+        } else {
+            folded = try self.local {
+                try coordinator.withSyncBase { base in
+                    var fold = SyncFold(model: model, base: LocalBase(base: base), aliases: aliases)
+                    for transaction in transactions { try fold.apply(transaction) }
+                    return (try fold.rowsToWrite(changedSinceApply: base.changedSinceApply()), fold.newAliases, fold.merged)
+                }
             }
         }
         let context = coordinator.newContext(name: "strata.sync")
@@ -399,7 +412,7 @@ public final class SyncEngine: Sendable {
             } catch let error as SyncError {
                 throw error
             } catch {
-                throw SyncError.local("applying server transactions \(transactions[0].seq)...\(last): \(error)")
+                throw SyncError.local("applying server transactions up to \(last): \(error)")
             }
             var bookkeeping = [SyncEngine.pulledKey: String(last)]
             for (key, value) in folded.aliases { bookkeeping[key] = String(value) }
@@ -415,7 +428,7 @@ public final class SyncEngine: Sendable {
                 return (counts, false)
             } catch {
                 context.rollback()
-                throw SyncError.local("saving server transactions \(transactions[0].seq)...\(last): \(error)")
+                throw SyncError.local("saving server transactions up to \(last): \(error)")
             }
         }
         guard outcome.committed else { return nil }
@@ -426,13 +439,129 @@ public final class SyncEngine: Sendable {
         report.updated += outcome.0.updated
         report.deleted += outcome.0.deleted
         report.merged += folded.merged
-        let count = transactions.count
+        let count = max(transactions.count, 1)
+        if log.snapshot != nil { report.bootstrapped = true }
         update {
             $0.pulledThrough = last
             $0.pulledTransactions += count
             $0.serverSeq = max($0.serverSeq, last)
         }
         return count
+    }
+
+    struct Snapshot {
+        var rows: [ObjectID: FoldRow]
+        var aliases: [String: Int64]
+    }
+
+    /// The log after `after`, read in one repeatable-read transaction: when `after` is behind the
+    /// compacted part, the snapshot and the transactions after it.
+    func readLog(_ connection: PostgresConnection, after: Int64) async throws -> (transactions: [SyncTransaction], snapshot: Snapshot?, snapshotThrough: Int64) {
+        try await ServerSchema.run("reading the server's log", logger) {
+            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
+            do {
+                let through = try await connection.query("""
+                    SELECT coalesce((SELECT value::bigint FROM strata_sync_meta WHERE key = 'snapshot-through'), 0)
+                    """, logger: logger).collect().first?.decode(Int64.self) ?? 0
+                var snapshot: Snapshot?
+                var from = after
+                if after < through {
+                    var rows: [ObjectID: FoldRow] = [:]
+                    for try await json in try await connection.query("SELECT row::text FROM strata_sync_snapshot", logger: logger).decode(String.self) {
+                        for change in try SyncJSON.decode("[\(json)]", seq: through) {
+                            rows[ObjectID(entityName: change.entity, primaryKey: change.key)] = FoldRow(attributes: change.attributes, toOnes: change.toOnes)
+                        }
+                    }
+                    var aliases: [String: Int64] = [:]
+                    for try await (name, target) in try await connection.query("SELECT name, target FROM strata_sync_snapshot_alias", logger: logger)
+                        .decode((String, Int64).self) { aliases[name] = target }
+                    snapshot = Snapshot(rows: rows, aliases: aliases)
+                    from = through
+                }
+                var transactions: [SyncTransaction] = []
+                while true {
+                    let page = try await readTransactions(connection, after: transactions.last?.seq ?? from, limit: SyncEngine.pageSize, replica: nil)
+                    transactions += page
+                    if page.count < SyncEngine.pageSize { break }
+                }
+                try await connection.query("COMMIT", logger: logger)
+                return (transactions, snapshot, through)
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    // MARK: Compaction
+
+    /// Folds the server's log up to this replica's position into a snapshot on the server and
+    /// drops those transactions (after a round, so that the position is the server's last
+    /// transaction). A replica behind the snapshot then starts from it, and the transactions
+    /// after it. Returns the snapshot's position.
+    @discardableResult
+    public func compact() async throws -> Int64 {
+        let lock = try SyncFileLock(path: storePathForLock)
+        defer { lock.release() }
+        do {
+            let connection = try await server.connect(logger: logger)
+            defer { Task { try? await connection.close() } }
+            return try await withDeadline(connection) {
+                _ = try await self.round(connection)
+                return try await self.writeSnapshot(connection)
+            }
+        } catch {
+            let failure = error as? SyncError ?? ServerSchema.describe(error, doing: "compacting")
+            update { $0.lastError = failure }
+            throw failure
+        }
+    }
+
+    private func writeSnapshot(_ connection: PostgresConnection) async throws -> Int64 {
+        let (through, rows, aliases): (Int64, [(ObjectID, HistoryRow)], [(String, Int64)]) = try local {
+            try coordinator.withSyncBase { base in
+                let state = try coordinator.syncState()
+                let aliases = state.compactMap { key, value in key.hasPrefix("alias:") ? Int64(value).map { (key, $0) } : nil }
+                return (Int64(state[SyncEngine.pulledKey] ?? "") ?? 0, try base.allRows(), aliases)
+            }
+        }
+        let encoded = try rows.map { id, row in
+            (id.entityName, id.primaryKey, String(try SyncJSON.encode([SyncChange(kind: .insert, entity: id.entityName, key: id.primaryKey,
+                                                                                  attributes: row.attributes, toOnes: row.toOnes.mapValues { $0?.primaryKey })]).dropFirst().dropLast()))
+        }
+        return try await ServerSchema.run("writing the snapshot", logger) {
+            try await connection.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(ServerSchema.lockKey))", logger: logger)
+                let current = try await connection.query("""
+                    SELECT coalesce((SELECT value::bigint FROM strata_sync_meta WHERE key = 'snapshot-through'), 0)
+                    """, logger: logger).collect().first?.decode(Int64.self) ?? 0
+                guard through > current else { return current }
+                try await connection.query("DELETE FROM strata_sync_snapshot", logger: logger)
+                try await connection.query("DELETE FROM strata_sync_snapshot_alias", logger: logger)
+                for chunk in stride(from: 0, to: encoded.count, by: 500) {
+                    let rows = encoded[chunk..<min(chunk + 500, encoded.count)]
+                    var bindings = PostgresBindings()
+                    var values: [String] = []
+                    for (index, (entity, key, json)) in rows.enumerated() {
+                        bindings.append(entity)
+                        bindings.append(key)
+                        bindings.append(json)
+                        values.append("($\(3 * index + 1), $\(3 * index + 2), $\(3 * index + 3)::json)")
+                    }
+                    try await connection.query(PostgresQuery(unsafeSQL: "INSERT INTO strata_sync_snapshot (entity, key, row) VALUES " + values.joined(separator: ", "),
+                                                              binds: bindings), logger: logger)
+                }
+                for (name, target) in aliases {
+                    try await connection.query("INSERT INTO strata_sync_snapshot_alias (name, target) VALUES (\(name), \(target))", logger: logger)
+                }
+                try await connection.query("""
+                    INSERT INTO strata_sync_meta (key, value) VALUES ('snapshot-through', \(String(through)))
+                    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
+                    """, logger: logger)
+                try await connection.query("DELETE FROM strata_sync_txn WHERE seq <= \(through)", logger: logger)
+                return through
+            }
+        }
     }
 
     /// Server transactions after `after` (all replicas', or one replica's), in the server's order.

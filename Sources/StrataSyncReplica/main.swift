@@ -15,11 +15,13 @@
 // kill point (STRATA_SYNC_KILL_POINT for the sync engine's, STRATA_KILL_POINT for the store's
 // commit, e.g. strata.sync.rows.written) so that kills mid-push, mid-pull and mid-apply are common.
 //
-// `final` mode syncs until a round pushes and pulls nothing; `dump` mode prints every row as one
+// `final` mode syncs until a round pushes and pulls nothing; `compact` mode compacts the server's
+// log into a snapshot (replicas behind it then start from it); `dump` mode prints every row as one
 // JSON object (entity/key → values) for the parent to compare.
 //
 //     StrataSyncReplica work --store PATH --server URL --seed N --steps N --acks PATH --stats PATH
 //     StrataSyncReplica final --store PATH --server URL
+//     StrataSyncReplica compact --store PATH --server URL
 //     StrataSyncReplica dump --store PATH
 
 import Foundation
@@ -82,7 +84,7 @@ func engine() -> SyncEngine {
 
 func describe(_ report: SyncReport) -> String {
     "round pushed=\(report.pushed) pulled=\(report.pulled) own=\(report.pulledOwn) inserted=\(report.inserted) updated=\(report.updated) "
-        + "deleted=\(report.deleted) merged=\(report.merged) moved=\(report.storeMovedRetries)"
+        + "deleted=\(report.deleted) merged=\(report.merged) moved=\(report.storeMovedRetries) bootstrapped=\(report.bootstrapped ? 1 : 0)"
 }
 
 // MARK: The workload
@@ -231,6 +233,17 @@ case "final":
     }
     guard quiet else { fail("no quiet round after 30") }
     print("quiet")
+case "compact":
+    let sync = engine()
+    for attempt in 0..<30 {
+        do {
+            print("compacted through \(try await sync.compact())")
+            break
+        } catch {
+            if attempt == 29 { fail("compact: \(error)") }
+            usleep(200_000)
+        }
+    }
 case "dump":
     do {
         let (_, rows) = try coordinator.snapshotRows()

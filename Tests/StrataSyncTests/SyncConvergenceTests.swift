@@ -75,6 +75,17 @@ import Testing
         let acks = (0..<3).map { folder.url.appendingPathComponent("replica-\($0).acks").path }
         let stats = (0..<3).map { folder.url.appendingPathComponent("replica-\($0).stats").path }
         let tally = Tally()
+        // The server's schema first (one round of an empty replica), then a trigger of the test's
+        // that keeps a copy of every transaction pushed: compaction drops them from the log, and
+        // the oracle folds them all.
+        let first = try runChildProcess(executable, ["final", "--store", stores[0], "--server", url])
+        #expect(first.status == 0, "first round: \(first)")
+        _ = try server.psql("""
+            CREATE TABLE test_archive AS SELECT * FROM strata_sync_txn WHERE false;
+            CREATE FUNCTION test_archive_txn() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO test_archive SELECT NEW.*; RETURN NEW; END $$;
+            CREATE TRIGGER test_archive AFTER INSERT ON strata_sync_txn FOR EACH ROW EXECUTE FUNCTION test_archive_txn();
+            """)
 
         // Three lanes, one per replica: run a child, kill it (or let it finish), run the next.
         let lanes = DispatchGroup()
@@ -150,7 +161,7 @@ import Testing
         }
         // The server stopped (immediately: no shutdown checkpoint) and started again, twice, while
         // the replicas work.
-        var restarts = 0
+        var restarts = 0, compactions = 0
         while restarts < targetRestarts {
             let due = targetKills * (restarts + 1) / (targetRestarts + 1)
             while tally.killCount < due && lanes.wait(timeout: .now() + .milliseconds(50)) == .timedOut {}
@@ -159,6 +170,11 @@ import Testing
             try await Task.sleep(for: .milliseconds(400))
             try server.start()
             restarts += 1
+            // Then one replica compacts the log into a snapshot: the replicas behind it start
+            // from the snapshot (under kills).
+            let compacted = try runChildProcess(executable, ["compact", "--store", stores[restarts % 3], "--server", url])
+            if compacted.status != 0 { tally.failed("compaction: \(compacted)") }
+            compactions += compacted.status == 0 ? 1 : 0
         }
         lanes.wait()
         #expect(tally.failures.isEmpty, "\(tally.failures.joined(separator: "\n"))")
@@ -178,9 +194,9 @@ import Testing
         }
 
         // The server's log, folded by this test's own rules.
-        let logText = try server.psql("SELECT coalesce(json_agg(json_build_object('seq', seq, 'replica', replica, 'generation', local_generation, 'changes', changes) ORDER BY seq), '[]') FROM strata_sync_txn")
-        let log = try JSONDecoder().decode([LoggedTransaction].self, from: Data(logText.utf8))
-        if keep { try logText.write(to: folder.url.appendingPathComponent("server-log.json"), atomically: true, encoding: .utf8) }
+        let log = try readLog(server, table: "test_archive")
+        #expect(log.map(\.seq) == Array(1...Int64(log.count)), "the server's log, kept across compactions, has gaps")
+        if keep { try JSONEncoder().encode(log.map(\.seq)).write(to: folder.url.appendingPathComponent("server-seqs.json")) }
         var fold = Fold(model: TestModels.syncProjects())
         for transaction in log { fold.apply(transaction) }
         let expected = fold.dump()
@@ -251,7 +267,7 @@ import Testing
         print("sync-converge kills: " + tally.reasons.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             + " (runs=\(tally.runs) finished=\(tally.completed))")
         print("sync-converge outcomes: " + rounds.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            + " server-transactions=\(log.count) rows=\(expected.count) aliases=\(fold.aliasCount)")
+            + " server-transactions=\(log.count) rows=\(expected.count) aliases=\(fold.aliasCount) compactions=\(compactions)")
         #expect(tally.kills >= targetKills)
         #expect(restarts == targetRestarts)
         #expect(diverged == 0)
@@ -270,12 +286,18 @@ final class Flag: @unchecked Sendable {
     var value: Bool { lock.withLock { isSet } }
 }
 
+/// Every transaction of `table` (the server's log, or the test's copy of all it ever held), in order.
+func readLog(_ server: PostgresServer, table: String = "strata_sync_txn") throws -> [LoggedTransaction] {
+    let text = try server.psql("SELECT coalesce(json_agg(json_build_object('seq', seq, 'replica', replica, 'generation', local_generation, 'changes', changes) ORDER BY seq), '[]') FROM \(table)")
+    return try JSONDecoder().decode([LoggedTransaction].self, from: Data(text.utf8))
+}
+
 struct Dump: Decodable {
     var rows: [String: [String: String]]
     var state: [String: [String: String]]
 }
 
-struct LoggedTransaction: Decodable {
+struct LoggedTransaction: Codable {
     var seq: Int64
     var replica: Int64
     var generation: Int64

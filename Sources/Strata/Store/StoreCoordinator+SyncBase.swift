@@ -82,6 +82,24 @@ public struct SyncBase {
         return StoreCoordinator.historyRow(RowSnapshot(statement: select, info: info), info)
     }
 
+    /// Every base row (a snapshot of the server's state at the position last applied).
+    public func allRows() throws -> [(ObjectID, HistoryRow)] {
+        var result: [(ObjectID, HistoryRow)] = []
+        let pk = quoted(primaryKeyColumn)
+        for info in schema.infos.values.sorted(by: { $0.name < $1.name }) {
+            let shadow = StoreCoordinator.beforeTable(info)
+            let fromShadow = info.selectSQL.replacingOccurrences(of: " FROM \(info.table)", with: " FROM \(shadow)") + " WHERE _absent = 0"
+            for sql in [info.selectSQL + " WHERE \(pk) NOT IN (SELECT \(pk) FROM \(shadow))", fromShadow] {
+                let select = try db.prepare(sql)
+                while try select.step() {
+                    result.append((ObjectID(entity: info.internedName, primaryKey: select.int64(at: 0)),
+                                   StoreCoordinator.historyRow(RowSnapshot(statement: select, info: info), info)))
+                }
+            }
+        }
+        return result
+    }
+
     /// The rows changed since the last apply (their base is their recorded state, not the row).
     public func changedSinceApply() throws -> [ObjectID] {
         var result: [ObjectID] = []
