@@ -122,7 +122,7 @@ struct SyncRunCommand: ParsableCommand {
     private func show(_ report: SyncReport, _ status: SyncStatus, enrolled: Bool, seeded: Bool, server: SyncServer) throws {
         if json {
             return try printJSON(SyncJSON.Round(server: server.description, replica: status.replica, enrolled: enrolled,
-                                                seeded: seeded, pushed: report.pushed,
+                                                seeded: seeded, bootstrapped: report.bootstrapped, pushed: report.pushed,
                                                 pulled: report.pulled, pulledOwn: report.pulledOwn, inserted: report.inserted,
                                                 updated: report.updated, deleted: report.deleted, merged: report.merged,
                                                 pushedThrough: status.pushedThrough,
@@ -135,7 +135,8 @@ struct SyncRunCommand: ParsableCommand {
         fields.append(["pushed", Format.count(report.pushed, "transaction") + (seeded ? " and the store's rows, as a seed" : "")
                        + ", through generation \(status.pushedThrough)"])
         fields.append(["pulled", Format.count(report.pulled, "transaction")
-                       + (report.pulledOwn > 0 ? " (\(report.pulledOwn) pushed from here)" : "") + ", through seq \(status.pulledThrough)"])
+                       + (report.pulledOwn > 0 ? " (\(report.pulledOwn) pushed from here)" : "") + ", through seq \(status.pulledThrough)"
+                       + (report.bootstrapped ? ", starting from the server's snapshot (its log before was compacted)" : "")])
         fields.append(["applied", applied])
         fields.append(["pending", Format.count(status.pending, "local transaction")])
         fields.print(header: false)
@@ -253,8 +254,9 @@ enum SyncJSON {
     struct Round: Encodable {
         var server: String
         var replica: Int64?
-        /// Whether this round enrolled the store, and pushed its rows as a seed.
-        var enrolled, seeded: Bool
+        /// Whether this round enrolled the store, pushed its rows as a seed, and started from the
+        /// server's snapshot (the replica was behind its compacted log).
+        var enrolled, seeded, bootstrapped: Bool
         var pushed, pulled, pulledOwn, inserted, updated, deleted, merged: Int
         var pushedThrough, pulledThrough: Int64
         var pending: Int

@@ -416,71 +416,9 @@ struct ExternalChangesProcessTests {
 }
 
 extension ExternalChangesProcessTests {
-    /// Section names and the IDs in each, compared as a list shows them; a flat list compares its
-    /// IDs only (one section or none).
-    struct Layout: Equatable, CustomStringConvertible {
-        var names: [String]
-        var ids: [[ObjectID]]
-
-        init(names: [String], ids: [[ObjectID]]) {
-            self.names = names
-            self.ids = ids
-        }
-
-        init(_ snapshot: FetchedSnapshot) {
-            names = snapshot.sections.map(\.name)
-            ids = snapshot.sections.map(\.objectIDs)
-        }
-
-        var flattened: Layout { Layout(names: ["flat"], ids: [ids.flatMap { $0 }]) }
-
-        var description: String {
-            zip(names, ids).map { "\($0.0)(\($0.1.count)): \($0.1.map { String($0.primaryKey) }.joined(separator: ","))" }.joined(separator: " | ")
-        }
-    }
-
-    /// Records a controller's reports, each with its layouts copied out of the controller's storage
-    /// and whether `applied()` gives `after`, and when it came.
-    final class Recorder: FetchedResultsControllerDelegate, @unchecked Sendable {
-        // @unchecked Sendable: `events` is read and written only under `lock` (the controller calls on
-        // main's queue, the test drains on its own thread).
-        struct Event {
-            enum Kind {
-                case changes(before: FetchedSnapshot, after: FetchedSnapshot, appliedMatches: Bool)
-                case other(String)
-            }
-            var kind: Kind
-            var at: ContinuousClock.Instant
-        }
-
-        private let lock = NSLock()
-        private var events: [Event] = []
-
-        func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent) {
-            let kind: Event.Kind
-            switch event {
-            case .changes(let changes):
-                kind = .changes(before: Self.materialized(changes.before), after: Self.materialized(changes.after),
-                                appliedMatches: changes.applied() == changes.after)
-            case .reload(let snapshot): kind = .other("a reload to \(Layout(snapshot))")
-            case .failed(let error): kind = .other("a failure: \(error)")
-            }
-            let now = ContinuousClock.now
-            lock.withLock { events.append(Event(kind: kind, at: now)) }
-        }
-
-        func drain() -> [Event] {
-            lock.withLock {
-                defer { events.removeAll() }
-                return events
-            }
-        }
-
-        /// The snapshot with its IDs copied out (no storage shared with the controller).
-        static func materialized(_ snapshot: FetchedSnapshot) -> FetchedSnapshot {
-            FetchedSnapshot(sections: snapshot.sections.map { FetchedSection(name: $0.name, indexTitle: $0.indexTitle, objectIDs: $0.objectIDs) })
-        }
-    }
+    /// A list's sections and IDs, and a controller's reports recorded (shared with the sync tests).
+    typealias Layout = ListLayout
+    typealias Recorder = ChangeSetRecorder
 
     /// How a writer's life ends.
     enum KillPlan: CustomStringConvertible {

@@ -64,12 +64,12 @@ import Testing
             }
             container.waitForPendingMerges()
             let expected = try freshLayouts(container.coordinator)
-            var current = main.performAndWait { (Layout(sectioned.snapshot), Layout(flat.snapshot)) }
+            var current = main.performAndWait { (Layout(sectioned.snapshot), Layout(flat.snapshot).flattened) }
             let settle = ContinuousClock.now + .seconds(5)
             while current != expected, ContinuousClock.now < settle {
                 try await Task.sleep(for: .milliseconds(2))
                 container.waitForPendingMerges()
-                current = main.performAndWait { (Layout(sectioned.snapshot), Layout(flat.snapshot)) }
+                current = main.performAndWait { (Layout(sectioned.snapshot), Layout(flat.snapshot).flattened) }
             }
             if current.0 != expected.0 { mismatches.append("round \(round): sectioned shows \(current.0), a fresh fetch \(expected.0)") }
             if current.1 != expected.1 { mismatches.append("round \(round): flat shows \(current.1), a fresh fetch \(expected.1)") }
@@ -165,73 +165,10 @@ import Testing
                 sectioned.ids[sectioned.ids.count - 1].append(row.id)
             }
             let flat = rows.filter { $0.points > 5 }.sorted { ($0.points, $0.title) < ($1.points, $1.title) }
-            return (sectioned, Layout(names: [""], ids: [flat.map(\.id)]))
+            return (sectioned, Layout(names: [""], ids: [flat.map(\.id)]).flattened)
         }
     }
 
-    struct Layout: Equatable, CustomStringConvertible {
-        var names: [String]
-        var ids: [[ObjectID]]
-
-        init(names: [String], ids: [[ObjectID]]) {
-            self.names = names
-            self.ids = ids
-        }
-
-        init(_ snapshot: FetchedSnapshot) {
-            names = snapshot.sections.map(\.name)
-            ids = snapshot.sections.map(\.objectIDs)
-            if names.count <= 1 && ids.count <= 1 { names = [""]; ids = [ids.first ?? []] }
-        }
-
-        static func == (a: Layout, b: Layout) -> Bool {
-            if a.names.count <= 1 && b.names.count <= 1 { return a.ids.flatMap { $0 } == b.ids.flatMap { $0 } }
-            return a.names == b.names && a.ids == b.ids
-        }
-
-        var description: String {
-            zip(names, ids).map { "\($0.0)(\($0.1.count)): \($0.1.map { String($0.primaryKey) }.joined(separator: ","))" }.joined(separator: " | ")
-        }
-    }
-
-    /// Records a controller's reports with their layouts copied out.
-    final class Recorder: FetchedResultsControllerDelegate, @unchecked Sendable {
-        // @unchecked Sendable: `events` is read and written only under `lock` (the controller calls
-        // on main's queue, the test drains on its own task).
-        struct Event {
-            enum Kind {
-                case changes(before: FetchedSnapshot, after: FetchedSnapshot, appliedMatches: Bool)
-                case other(String)
-            }
-            var kind: Kind
-            var at: ContinuousClock.Instant
-        }
-
-        private let lock = NSLock()
-        private var events: [Event] = []
-
-        func controller(_ controller: AnyFetchedResultsController, didReport event: FetchedResultsEvent) {
-            let kind: Event.Kind
-            switch event {
-            case .changes(let changes):
-                kind = .changes(before: Self.materialized(changes.before), after: Self.materialized(changes.after),
-                                appliedMatches: changes.applied() == changes.after)
-            case .reload(let snapshot): kind = .other("a reload to \(Layout(snapshot))")
-            case .failed(let error): kind = .other("a failure: \(error)")
-            }
-            let now = ContinuousClock.now
-            lock.withLock { events.append(Event(kind: kind, at: now)) }
-        }
-
-        func drain() -> [Event] {
-            lock.withLock {
-                defer { events.removeAll() }
-                return events
-            }
-        }
-
-        static func materialized(_ snapshot: FetchedSnapshot) -> FetchedSnapshot {
-            FetchedSnapshot(sections: snapshot.sections.map { FetchedSection(name: $0.name, indexTitle: $0.indexTitle, objectIDs: $0.objectIDs) })
-        }
-    }
+    typealias Layout = ListLayout
+    typealias Recorder = ChangeSetRecorder
 }
