@@ -15,8 +15,9 @@ extension StoreCoordinator {
     static func firstFreeKeySQL(_ info: EntityInfo) -> String {
         let pk = quoted(primaryKeyColumn)
         let bits = keyBlockBits
-        return "SELECT max(next_pk, coalesce((SELECT max(\(pk)) FROM \(info.table) WHERE \(pk) >= ((next_pk >> \(bits)) << \(bits)) "
-            + "AND \(pk) < (((next_pk >> \(bits)) + 1) << \(bits))), 0) + 1) FROM strata_entity WHERE name = ?"
+        // `ORDER BY … DESC LIMIT 1`: one seek to the block's last key, as `max(key)` of a whole table is.
+        return "SELECT max(next_pk, coalesce((SELECT \(pk) FROM \(info.table) WHERE \(pk) >= ((next_pk >> \(bits)) << \(bits)) "
+            + "AND \(pk) < (((next_pk >> \(bits)) + 1) << \(bits)) ORDER BY \(pk) DESC LIMIT 1), 0) + 1) FROM strata_entity WHERE name = ?"
     }
 
     /// Moves every entity's next key into block `block` (a replica's number): keys reserved from
