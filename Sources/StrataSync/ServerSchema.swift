@@ -1,6 +1,7 @@
 internal import Foundation
 internal import PostgresNIO
 internal import Logging
+internal import Synchronization
 
 /// The server's side: tables created and versioned by the library, in the database the URL names.
 ///
@@ -71,6 +72,9 @@ enum ServerSchema {
 
     /// Runs `body`, turning PostgreSQL's errors into ``SyncError``s that say what was being done.
     static func run<T>(_ doing: String, _ logger: Logger, _ body: () async throws -> T) async throws -> T {
+        let watch = ServerWatch.current
+        watch?.begin()
+        defer { watch?.end() }
         do {
             return try await body()
         } catch let error as SyncError {
@@ -92,5 +96,38 @@ enum ServerSchema {
             return .serverUnavailable("\(doing): \(error.code)")
         }
         return .serverUnavailable("\(doing): \(String(reflecting: error))")
+    }
+}
+
+/// How long a round has been waiting on the server (``SyncEngine/withDeadline(_:_:)`` gives up past
+/// its timeout): only the time inside ``ServerSchema/run(_:_:_:)`` counts, not the round's local
+/// work (a large pull folds and writes for as long as it needs).
+final class ServerWatch: Sendable {
+    @TaskLocal static var current: ServerWatch?
+
+    private let state = Mutex<(depth: Int, since: ContinuousClock.Instant?)>((0, nil))
+
+    func begin() {
+        state.withLock { state in
+            if state.depth == 0 { state.since = .now }
+            state.depth += 1
+        }
+    }
+
+    func end() {
+        state.withLock { state in
+            state.depth -= 1
+            if state.depth == 0 { state.since = nil }
+        }
+    }
+
+    /// The server answered (a statement done, a row read): the wait starts again from now.
+    static func progress() {
+        current?.state.withLock { state in if state.depth > 0 { state.since = .now } }
+    }
+
+    /// Whether one wait on the server has lasted longer than `timeout`.
+    func isOverdue(_ timeout: Duration) -> Bool {
+        state.withLock { state in state.since.map { ContinuousClock.now - $0 > timeout } ?? false }
     }
 }

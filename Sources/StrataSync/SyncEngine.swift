@@ -59,9 +59,9 @@ public final class SyncEngine: Sendable {
     public let coordinator: StoreCoordinator
     public let server: SyncServer
     public let name: String?
-    /// How long a round may wait for the server before it gives up (the connection is closed and
-    /// the round fails with ``SyncError/serverUnavailable(_:)``): a server that stops answering
-    /// never leaves a round waiting for good.
+    /// How long one wait on the server may last before the round gives up (the connection is
+    /// closed and the round fails with ``SyncError/serverUnavailable(_:)``): a server that stops
+    /// answering never leaves a round waiting for good. The round's local work does not count.
     public let timeout: Duration
     private let logger: Logger
     private let storePath: String
@@ -175,21 +175,27 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// Runs `body` (a round on `connection`), closing the connection when it takes longer than
-    /// ``timeout``: the queries waiting on it fail, and so does the round. The caller is answered
-    /// at the deadline even if `body` ignores the closing (it then ends on its own, later).
+    /// Runs `body` (a round on `connection`), closing the connection when one wait on the server
+    /// lasts longer than ``timeout`` (the round's local work does not count): the queries waiting
+    /// on it fail, and so does the round. The caller is answered then even if `body` ignores the
+    /// closing (it ends on its own, later).
     func withDeadline<T: Sendable>(_ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let timeout = self.timeout
         let answer = AnswerOnce<T>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 answer.set(continuation)
-                let work = Task { answer.resume(with: await Result(catching: body)) }
+                let watch = ServerWatch()
+                let work = Task { await ServerWatch.$current.withValue(watch) { answer.resume(with: await Result(catching: body)) } }
                 Task {
-                    try? await Task.sleep(for: timeout)
-                    guard answer.resume(with: .failure(SyncError.serverUnavailable("no answer from the server in \(timeout)"))) else { return }
-                    work.cancel()
-                    try? await connection.close()
+                    while !answer.isAnswered {
+                        try? await Task.sleep(for: min(timeout / 4, .seconds(1)))
+                        guard watch.isOverdue(timeout) else { continue }
+                        guard answer.resume(with: .failure(SyncError.serverUnavailable("no answer from the server in \(timeout)"))) else { return }
+                        work.cancel()
+                        try? await connection.close()
+                        return
+                    }
                 }
             }
         } onCancel: {
@@ -350,6 +356,7 @@ public final class SyncEngine: Sendable {
                                 VALUES ((SELECT \(unescaped: ServerSchema.nextSeq)), \(replica), \(generation), \(kind), \(json)::json)
                                 ON CONFLICT (replica, local_generation) DO NOTHING
                                 """, logger: logger)
+                            ServerWatch.progress()
                         }
                         try await connection.query("""
                             UPDATE strata_sync_replica SET pushed_through = greatest(pushed_through, \(last)) WHERE replica = \(replica)
@@ -550,6 +557,7 @@ public final class SyncEngine: Sendable {
                     }
                     try await connection.query(PostgresQuery(unsafeSQL: "INSERT INTO strata_sync_snapshot (entity, key, row) VALUES " + values.joined(separator: ", "),
                                                               binds: bindings), logger: logger)
+                    ServerWatch.progress()
                 }
                 for (name, target) in aliases {
                     try await connection.query("INSERT INTO strata_sync_snapshot_alias (name, target) VALUES (\(name), \(target))", logger: logger)
@@ -589,6 +597,7 @@ public final class SyncEngine: Sendable {
             for try await (seq, replica, generation, kind, json) in rows.decode((Int64, Int64, Int64, String, String).self) {
                 result.append(SyncTransaction(seq: seq, replica: replica, localGeneration: generation, kind: kind,
                                               changes: try SyncJSON.decode(json, seq: seq)))
+                ServerWatch.progress()
             }
             return result
         }
@@ -610,6 +619,8 @@ final class AnswerOnce<T: Sendable>: Sendable {
         }
         if let early { continuation.resume(with: early) }
     }
+
+    var isAnswered: Bool { state.withLock { $0.done } }
 
     /// Resumes the continuation with `result` unless an answer came first; `true` if this was it.
     @discardableResult

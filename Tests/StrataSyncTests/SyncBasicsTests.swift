@@ -225,6 +225,33 @@ import Testing
         await #expect(throws: SyncError.seedConflict) { try await SyncEngine(coordinator: c, server: database).sync() }
     }
 
+    @Test func aServerThatStopsAnsweringFailsTheRoundAtItsTimeoutAndTheNextRoundGoesOn() async throws {
+        let database = try freshDatabase()
+        let coordinator = try StoreCoordinator(model: TestModels.syncProjects(), url: folder.url.appendingPathComponent("slow.sqlite"))
+        let engine = try SyncEngine(coordinator: coordinator, server: database, name: "slow", timeout: .seconds(1))
+        try await engine.sync()
+        try save(coordinator) { context in try context.insert("Project").setValue("S", forKey: "code") }
+        // Another session holds the log locked for 4 s: the push waits on the server.
+        let server = self.server
+        let locker = Thread {
+            _ = try? server.psql("BEGIN; LOCK TABLE strata_sync_txn IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;", database: database.database)
+        }
+        locker.start()
+        try await Task.sleep(for: .milliseconds(500))
+        let started = ContinuousClock.now
+        do {
+            try await engine.sync()
+            Issue.record("a round against a locked log succeeded")
+        } catch let error as SyncError {
+            guard case .serverUnavailable(let reason) = error else { Issue.record("expected serverUnavailable, got \(error)"); return }
+            #expect(reason.contains("no answer"))
+        }
+        #expect(ContinuousClock.now - started < .seconds(3))
+        try await Task.sleep(for: .seconds(4))
+        // The lock is gone: the next round pushes what the failed one could not.
+        #expect(try await engine.sync().pushed == 1)
+    }
+
     @Test func errorsAreTyped() async throws {
         let database = try freshDatabase()
         let (_, syncA) = try replica("a", database)

@@ -147,6 +147,12 @@ public final class PostgresServer: @unchecked Sendable {
     /// error) and returns what it printed, trimmed. Throws with its error output when it fails.
     @discardableResult
     public func psql(_ sql: String) throws -> String {
+        try psql(sql, database: database)
+    }
+
+    /// ``psql(_:)`` in another database of the server.
+    @discardableResult
+    public func psql(_ sql: String, database: String) throws -> String {
         try lock.withLock {
             guard !removed else { throw PostgresServerError(command: "psql", status: -1, outputTail: "the server was removed") }
             return try psqlLocked(sql, database: database)
