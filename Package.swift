@@ -13,9 +13,9 @@ import PackageDescription
 let prebuiltMacros = ProcessInfo.processInfo.environment["STRATA_PREBUILT_MACROS"].flatMap { $0.isEmpty ? nil : $0 }
 
 // `STRATA_WITHOUT_SYNC=1`: leave out StrataSync, its tests and postgres-nio (SwiftNIO with it).
-// CI's sanitizer builds and the performance gate's release build set it: none of their suites
-// touches sync, and each would spend minutes compiling SwiftNIO again. `strata sync` is then
-// absent from the command (it is built when StrataSync is).
+// CI's sanitizer builds set it: none of their suites touches sync, and each would spend minutes
+// compiling SwiftNIO again (the performance gate's build of StrataVersus never needs it). `strata
+// sync` is then absent from the command (it is built when StrataSync is).
 let withoutSync = ProcessInfo.processInfo.environment["STRATA_WITHOUT_SYNC"].map { !$0.isEmpty } ?? false
 
 let strictSettings: [SwiftSetting] = [
