@@ -286,6 +286,7 @@ enum SyncJSON {
 
 /// Prints `--follow`'s lines: one when a round ended or the last error changed, and what the
 /// line shows (replica, pushed, pulled, pending, error) differs from the line before.
+// @unchecked Sendable because its mutable state is read and written only under `lock`.
 final class FollowPrinter: @unchecked Sendable {
     private let engine: SyncEngine
     private let json: Bool
@@ -350,6 +351,7 @@ final class FollowPrinter: @unchecked Sendable {
 
 /// SIGINT and SIGTERM, caught from creation on: each cancels the task given to ``cancels(_:)``
 /// (at once if one came before it was given) after running the ``onInterrupt(_:)`` actions.
+// @unchecked Sendable because `interrupted` and the actions are read and written only under `lock`.
 final class Interruption: @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
@@ -418,6 +420,7 @@ enum Blocking {
         return try box.get()
     }
 
+    // @unchecked Sendable because `result` is read and written only under `lock`.
     private final class ResultBox<T: Sendable>: @unchecked Sendable {
         // Guarded by `lock`.
         private let lock = NSLock()
