@@ -141,7 +141,8 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataSyncTests",
-            dependencies: ["Strata", "StrataSync", "StrataTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: ["Strata", "StrataSync", "StrataTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
     ]) + (prebuiltMacros != nil ? [] : [

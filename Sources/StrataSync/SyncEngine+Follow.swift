@@ -38,8 +38,6 @@ extension SyncEngine {
 
     /// One connection's life: listen, sync, then sync on every wake-up until something fails.
     private func followOnce(pollInterval: Duration) async throws {
-        let lock = try SyncFileLock(path: storePathForLock)
-        defer { lock.release() }
         let listener = try await server.connect(logger: syncLogger)
         let worker: PostgresConnection
         do { worker = try await server.connect(logger: syncLogger) } catch {
@@ -69,15 +67,22 @@ extension SyncEngine {
                 }
                 throw SyncError.serverUnavailable("the server ended the notifications")
             }
-            // Local commits, and a round every few seconds whatever happens (a connection that died
-            // without a word is found out by that round's deadline).
+            // Local commits, and a round when none ran for 5 s (a connection that died without a
+            // word is found out by that round's deadline). A round's own commit (the pulled
+            // transactions it applied) is not news: while a round runs nothing is looked at, and
+            // the generation it ended at counts as seen.
             group.addTask {
                 var quiet = Duration.zero
                 var seen = (try? self.coordinator.currentGeneration()) ?? 0
+                var rounds = self.roundProgress.rounds
                 while !Task.isCancelled {
                     try await Task.sleep(for: pollInterval)
-                    let now = (try? self.coordinator.currentGeneration()) ?? seen
                     quiet += pollInterval
+                    let progress = self.roundProgress
+                    if progress.inFlight { continue }
+                    if progress.rounds != rounds { rounds = progress.rounds; quiet = .zero }
+                    seen = max(seen, progress.settled)
+                    let now = (try? self.coordinator.currentGeneration()) ?? seen
                     if now != seen || quiet >= .seconds(5) {
                         seen = now
                         quiet = .zero
@@ -85,9 +90,14 @@ extension SyncEngine {
                     }
                 }
             }
+            // The rounds, each holding the store's sync lock only while it runs: a `sync()` or
+            // `compact()` on the same store (this engine, another one, another process) waits for
+            // the round in progress, not for the follower to end.
             group.addTask {
                 for await _ in wakeUps {
                     do {
+                        let lock = try await SyncFileLock.acquire(path: self.storePathForLock)
+                        defer { lock.release() }
                         _ = try await self.withDeadline(worker) { try await self.round(worker) }
                     } catch {
                         throw error as? SyncError ?? ServerSchema.describe(error, doing: "syncing")
@@ -112,25 +122,30 @@ extension SyncError {
     }
 }
 
-/// An exclusive `flock` on a file beside the store: one sync engine per store at a time, in
-/// this process or another (a lock ends with its process, even a killed one).
+/// An exclusive `flock` on a file beside the store: one round at a time per store, in this
+/// process or another (a lock ends with its process, even a killed one).
 final class SyncFileLock {
+    /// How long ``acquire(path:)`` waits for a round in progress elsewhere.
+    static let patience = Duration.seconds(60)
+
     private var descriptor: Int32
 
-    init(path: String) throws {
+    private init(descriptor: Int32) { self.descriptor = descriptor }
+
+    /// Takes the lock, waiting (without blocking a thread) while another round holds it: up to
+    /// ``patience``, then ``SyncError/alreadySyncing(path:)``. Cancelling the task stops the wait.
+    static func acquire(path: String) async throws -> SyncFileLock {
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw SyncError.local("can't open \(path): \(String(cString: strerror(errno)))") }
-        // Another engine may be finishing its round: wait up to 10 s.
-        var waited = 0
+        let lock = SyncFileLock(descriptor: descriptor)
+        let deadline = ContinuousClock.now + patience
+        var pause = Duration.milliseconds(1)
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            if waited >= 10_000 {
-                close(descriptor)
-                throw SyncError.alreadySyncing(path: path)
-            }
-            usleep(5_000)
-            waited += 5
+            guard ContinuousClock.now < deadline else { throw SyncError.alreadySyncing(path: path) }
+            try await Task.sleep(for: pause)                   // the lock's deinit closes on a throw
+            pause = min(pause * 2, .milliseconds(20))
         }
-        self.descriptor = descriptor
+        return lock
     }
 
     func release() {

@@ -71,6 +71,11 @@ public final class SyncEngine: Sendable {
         var status = SyncStatus()
         var preparedSchema = false
         var installedCapture = false
+        /// The store's generation when the last round ended: every commit up to it was pushed and
+        /// every pulled transaction applied (``follow(pollInterval:)`` wakes only for commits after it).
+        var settledGeneration: Int64 = 0
+        /// Whether a round is running now (its own commits are not news to the follower).
+        var roundInFlight = false
         var watchers: [UUID: AsyncStream<SyncStatus>.Continuation] = [:]
     }
 
@@ -137,6 +142,10 @@ public final class SyncEngine: Sendable {
     }
 
     var storePathForLock: String { storePath + ".sync-lock" }
+    /// Whether a round runs now, and the generation the last one ended at (for the follower).
+    var roundProgress: (inFlight: Bool, settled: Int64, rounds: Int) {
+        state.withLock { ($0.roundInFlight, $0.settledGeneration, $0.status.rounds) }
+    }
     var syncLogger: Logger { logger }
 
     func updateStatus(_ change: (inout SyncStatus) -> Void) { update(change) }
@@ -162,7 +171,7 @@ public final class SyncEngine: Sendable {
     /// - Throws: ``SyncError``.
     @discardableResult
     public func sync() async throws -> SyncReport {
-        let lock = try SyncFileLock(path: storePathForLock)
+        let lock = try await SyncFileLock.acquire(path: storePathForLock)
         defer { lock.release() }
         do {
             let connection = try await server.connect(logger: logger)
@@ -205,6 +214,8 @@ public final class SyncEngine: Sendable {
     }
 
     func round(_ connection: PostgresConnection) async throws -> SyncReport {
+        state.withLock { $0.roundInFlight = true }
+        defer { state.withLock { $0.roundInFlight = false } }
         if !state.withLock({ $0.preparedSchema }) {
             try await ServerSchema.prepare(connection, model: coordinator.model.versionIdentifier, logger: logger)
             state.withLock { $0.preparedSchema = true }
@@ -215,6 +226,7 @@ public final class SyncEngine: Sendable {
             state.withLock { $0.installedCapture = true }
         }
         var report = SyncReport()
+        var settled: Int64 = 0
         while true {
             report.pushed += try await push(connection, replica: replica)
             let generation = try local { try self.coordinator.currentGeneration() }
@@ -223,8 +235,9 @@ public final class SyncEngine: Sendable {
             if try hasUnpushed(after: generation) { continue }
             let pulled = try await pull(connection, replica: replica, generation: generation, report: &report)
             if pulled == nil { report.storeMovedRetries += 1; continue }
-            if pulled == 0 { break }
+            if pulled == 0 { settled = generation; break }
         }
+        state.withLock { $0.settledGeneration = max($0.settledGeneration, settled) }
         let pending = (try? pendingTransactions()) ?? 0
         update {
             $0.rounds += 1
@@ -508,7 +521,7 @@ public final class SyncEngine: Sendable {
     /// after it. Returns the snapshot's position.
     @discardableResult
     public func compact() async throws -> Int64 {
-        let lock = try SyncFileLock(path: storePathForLock)
+        let lock = try await SyncFileLock.acquire(path: storePathForLock)
         defer { lock.release() }
         do {
             let connection = try await server.connect(logger: logger)

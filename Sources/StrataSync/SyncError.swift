@@ -24,7 +24,8 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The store had rows when sync was switched on, and another replica seeded the database
     /// with its rows first: their keys could collide. Start this replica from an empty store.
     case seedConflict
-    /// Another engine (this process or another) is syncing the store now.
+    /// Another round (of this engine's follower, another engine, another process) has held the
+    /// store's sync lock, the file at `path`, for over 60 s. Try again later.
     case alreadySyncing(path: String)
     /// A server transaction this build can't read.
     case undecodableTransaction(seq: Int64, reason: String)
@@ -46,7 +47,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
             "the server's database does not know replica \(replica) (store \(store.uuidString)): the store was enrolled with another database"
         case .seedConflict:
             "another replica seeded the server's database with its rows first: start this replica from an empty store"
-        case .alreadySyncing(let path): "another sync engine is syncing \(path) now"
+        case .alreadySyncing(let path): "another sync round has held \(path) for over 60 s"
         case let .undecodableTransaction(seq, reason): "server transaction \(seq) can't be read by this build: \(reason)"
         case .local(let message): "the local store refused: \(message)"
         }

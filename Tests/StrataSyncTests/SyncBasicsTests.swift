@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import PostgresNIO
 import Strata
 import StrataSync
 import StrataTestSupport
@@ -231,25 +233,78 @@ import Testing
         let engine = try SyncEngine(coordinator: coordinator, server: database, name: "slow", timeout: .seconds(1))
         try await engine.sync()
         try save(coordinator) { context in try context.insert("Project").setValue("S", forKey: "code") }
-        // Another session holds the log locked for 4 s: the push waits on the server.
-        let server = self.server
-        let locker = Thread {
-            _ = try? server.psql("BEGIN; LOCK TABLE strata_sync_txn IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;", database: database.database)
-        }
-        locker.start()
-        try await Task.sleep(for: .milliseconds(500))
-        let started = ContinuousClock.now
+        // Another session holds the log locked until the test lets go: the push waits on the
+        // server. A postgres-nio session of the test's own, so the lock is held (LOCK TABLE has
+        // returned) before the round starts, and for as long as the test wants; no fixed sleep.
+        let locker = try await PostgresConnection.connect(
+            configuration: .init(unixSocketPath: server.socketPath, username: server.username, password: nil, database: database.database),
+            id: 1, logger: Logger(label: "strata.test.locker"))
+        try await locker.query("BEGIN", logger: Logger(label: "strata.test.locker"))
+        try await locker.query("LOCK TABLE strata_sync_txn IN ACCESS EXCLUSIVE MODE", logger: Logger(label: "strata.test.locker"))
+        var failure: SyncError?
         do {
             try await engine.sync()
-            Issue.record("a round against a locked log succeeded")
         } catch let error as SyncError {
-            guard case .serverUnavailable(let reason) = error else { Issue.record("expected serverUnavailable, got \(error)"); return }
-            #expect(reason.contains("no answer"))
+            failure = error
+        } catch {
+            Issue.record("expected a SyncError, got \(error)")
         }
-        #expect(ContinuousClock.now - started < .seconds(3))
-        try await Task.sleep(for: .seconds(4))
+        // The round gave up at its deadline while the lock was still held (it would have waited
+        // for ever otherwise).
+        try await locker.query("ROLLBACK", logger: Logger(label: "strata.test.locker"))
+        try await locker.close()
+        guard case .serverUnavailable(let reason) = failure else {
+            Issue.record("a round against a locked log did not fail with serverUnavailable: \(String(describing: failure))")
+            return
+        }
+        #expect(reason.contains("no answer"))
+        #expect(engine.status.lastError != nil)
         // The lock is gone: the next round pushes what the failed one could not.
         #expect(try await engine.sync().pushed == 1)
+        #expect(engine.status.lastError == nil)
+    }
+
+    /// A "sync now" beside a follower: the user's round waits for the follower's round in
+    /// progress (the lock is held per round, not for the follower's life), and the follower
+    /// does not run a second round for the commit its own round applied.
+    @Test func syncNowBesideAFollowerWaitsItsTurnAndTheFollowerWastesNoRounds() async throws {
+        let database = try freshDatabase()
+        let (a, syncA) = try replica("a", database)
+        let (b, syncB) = try replica("b", database)
+        try await syncA.sync()
+        try await syncB.sync()
+        let follower = Task { try await syncB.follow() }
+        defer { follower.cancel() }
+        func waitUntil(_ what: String, _ condition: () throws -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while try !condition() {
+                try #require(ContinuousClock.now < deadline, "never: \(what)")
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        try await waitUntil("the follower's first round") { syncB.status.rounds >= 2 }
+        try await Task.sleep(for: .seconds(1))
+        // A's pushes: one round on B for each (the notification), none for the commit that round
+        // applied (the next would come 5 s after it, for a silent connection).
+        for push in 0..<3 {
+            let rounds = syncB.status.rounds
+            try save(a) { context in try context.insert("Project").setValue("A\(push)", forKey: "code") }
+            try await syncA.sync()
+            try await waitUntil("B has A's project \(push)") { try rows(b, "Project").count == push + 1 && syncB.status.rounds > rounds }
+            try await Task.sleep(for: .seconds(1))
+            #expect(syncB.status.rounds == rounds + 1, "the follower ran \(syncB.status.rounds - rounds) rounds for one push")
+        }
+        // "Sync now" on B itself, beside its follower, each time with a commit of its own: the
+        // follower may have pushed it already; either way nothing fails and A gets it.
+        for commit in 0..<3 {
+            try save(b) { context in try context.insert("Project").setValue("B\(commit)", forKey: "code") }
+            let report = try await syncB.sync()
+            #expect(report.pushed <= 1)
+            try await syncA.sync()
+            #expect(try rows(a, "Project") == rows(b, "Project"))
+            #expect(try rows(a, "Project").count == 4 + commit)
+        }
+        #expect(syncB.status.lastError == nil)
     }
 
     @Test func errorsAreTyped() async throws {
