@@ -101,7 +101,9 @@ enum ServerSchema {
 
 /// How long a round has been waiting on the server (``SyncEngine/withDeadline(_:_:)`` gives up past
 /// its timeout): only the time inside ``ServerSchema/run(_:_:_:)`` counts, not the round's local
-/// work (a large pull folds and writes for as long as it needs).
+/// work (a large pull folds and writes for as long as it needs), nor time the process was not
+/// scheduled (``forgive(_:)``: under a cooperative pool kept busy by blocking work, an answer that
+/// came in time may wait seconds for a thread, and a round failed on it would fail for nothing).
 final class ServerWatch: Sendable {
     @TaskLocal static var current: ServerWatch?
 
@@ -124,6 +126,15 @@ final class ServerWatch: Sendable {
     /// The server answered (a statement done, a row read): the wait starts again from now.
     static func progress() {
         current?.state.withLock { state in if state.depth > 0 { state.since = .now } }
+    }
+
+    /// Moves the start of the current wait `duration` later (not past now): time in which this
+    /// process could not have read an answer.
+    func forgive(_ duration: Duration) {
+        state.withLock { state in
+            guard let since = state.since else { return }
+            state.since = min(since + duration, .now)
+        }
     }
 
     /// Whether one wait on the server has lasted longer than `timeout`.

@@ -185,8 +185,8 @@ public final class SyncEngine: Sendable {
     }
 
     /// Runs `body` (a round on `connection`), closing the connection when one wait on the server
-    /// lasts longer than ``timeout`` (the round's local work does not count): the queries waiting
-    /// on it fail, and so does the round. The caller is answered then even if `body` ignores the
+    /// lasts longer than ``timeout`` (the round's local work does not count, nor time this process
+    /// was not scheduled): the queries waiting on it fail, and so does the round. The caller is answered then even if `body` ignores the
     /// closing (it ends on its own, later).
     func withDeadline<T: Sendable>(_ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let timeout = self.timeout
@@ -197,8 +197,18 @@ public final class SyncEngine: Sendable {
                 let watch = ServerWatch()
                 let work = Task { await ServerWatch.$current.withValue(watch) { answer.resume(with: await Result(catching: body)) } }
                 Task {
+                    let tick = min(timeout / 4, .seconds(1))
+                    var last = ContinuousClock.now
                     while !answer.isAnswered {
-                        try? await Task.sleep(for: min(timeout / 4, .seconds(1)))
+                        try? await Task.sleep(for: tick)
+                        // Woken late: this process was not scheduled for a while (every thread of
+                        // the cooperative pool busy with blocking work, or the process stopped).
+                        // The server's answer may be waiting for a thread just as this check did:
+                        // that time is not the server's.
+                        let now = ContinuousClock.now
+                        let late = now - last - tick
+                        last = now
+                        if late > tick { watch.forgive(late) }
                         guard watch.isOverdue(timeout) else { continue }
                         guard answer.resume(with: .failure(SyncError.serverUnavailable("no answer from the server in \(timeout)"))) else { return }
                         work.cancel()

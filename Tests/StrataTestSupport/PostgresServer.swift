@@ -39,7 +39,11 @@ public struct PostgresServerError: Error, CustomStringConvertible {
 ///
 /// `@unchecked Sendable`: the stored properties are `let`s except `running`, `removed` and
 /// `databaseCreated`, which are read and written only with `lock` held; every command runs with
-/// `lock` held too, so calls from several threads take turns.
+/// `lock` held too, so calls from several threads take turns. They must: with two `psql`s running
+/// at once, Foundation's `Process` here saw the second one end only when the first did (a `psql`
+/// holding a lock for 60 s kept another's three-row answer waiting as long). A test that needs a
+/// session held open beside others opens its own connection (postgres-nio), as
+/// `SyncBasicsTests` does.
 public final class PostgresServer: @unchecked Sendable {
     /// The label given to ``init(name:)``, the server's `cluster_name` (shown in its process titles).
     public let name: String
