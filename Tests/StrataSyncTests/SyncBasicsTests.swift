@@ -288,11 +288,19 @@ import Testing
         // applied (the next would come 5 s after it, for a silent connection).
         for push in 0..<3 {
             let rounds = syncB.status.rounds
+            let started = ContinuousClock.now
             try save(a) { context in try context.insert("Project").setValue("A\(push)", forKey: "code") }
             try await syncA.sync()
             try await waitUntil("B has A's project \(push)") { try rows(b, "Project").count == push + 1 && syncB.status.rounds > rounds }
+            let took = ContinuousClock.now - started
             try await Task.sleep(for: .seconds(1))
-            #expect(syncB.status.rounds == rounds + 1, "the follower ran \(syncB.status.rounds - rounds) rounds for one push")
+            if took < .seconds(3) {
+                #expect(syncB.status.rounds == rounds + 1, "the follower ran \(syncB.status.rounds - rounds) rounds for one push")
+            } else {
+                // A machine so loaded that the follower's 5 s round may have pulled A's push
+                // before the notification's round: one more round is then no waste of ours.
+                #expect(syncB.status.rounds <= rounds + 2, "the follower ran \(syncB.status.rounds - rounds) rounds for one push")
+            }
         }
         // "Sync now" on B itself, beside its follower, each time with a commit of its own: the
         // follower may have pushed it already; either way nothing fails and A gets it.
