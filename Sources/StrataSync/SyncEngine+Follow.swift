@@ -33,14 +33,14 @@ extension SyncEngine {
     }
 
     private func recordFailure(_ error: SyncError) {
-        updateStatus { $0.lastError = error }
+        update { $0.lastError = error }
     }
 
     /// One connection's life: listen, sync, then sync on every wake-up until something fails.
     private func followOnce(pollInterval: Duration) async throws {
-        let listener = try await server.connect(logger: syncLogger)
+        let listener = try await server.connect(logger: logger)
         let worker: PostgresConnection
-        do { worker = try await server.connect(logger: syncLogger) } catch {
+        do { worker = try await server.connect(logger: logger) } catch {
             try? await listener.close()
             throw error
         }
@@ -58,7 +58,7 @@ extension SyncEngine {
                     try await listener.listen(on: ServerSchema.channel) { notifications in
                         wake.yield()                                // listening now: catch up once
                         for try await notification in notifications {
-                            if let seq = Int64(notification.payload) { self.updateStatus { $0.serverSeq = max($0.serverSeq, seq) } }
+                            if let seq = Int64(notification.payload) { self.update { $0.serverSeq = max($0.serverSeq, seq) } }
                             wake.yield()
                         }
                     }

@@ -63,7 +63,7 @@ public final class SyncEngine: Sendable {
     /// closed and the round fails with ``SyncError/serverUnavailable(_:)``): a server that stops
     /// answering never leaves a round waiting for good. The round's local work does not count.
     public let timeout: Duration
-    private let logger: Logger
+    let logger: Logger
     private let storePath: String
     private let state = Mutex(EngineState())
 
@@ -146,11 +146,9 @@ public final class SyncEngine: Sendable {
     var roundProgress: (inFlight: Bool, settled: Int64, rounds: Int) {
         state.withLock { ($0.roundInFlight, $0.settledGeneration, $0.status.rounds) }
     }
-    var syncLogger: Logger { logger }
 
-    func updateStatus(_ change: (inout SyncStatus) -> Void) { update(change) }
 
-    private func update(_ change: (inout SyncStatus) -> Void) {
+    func update(_ change: (inout SyncStatus) -> Void) {
         let (status, watchers) = state.withLock { state in
             change(&state.status)
             return (state.status, Array(state.watchers.values))
@@ -259,11 +257,11 @@ public final class SyncEngine: Sendable {
         return report
     }
 
-    private func local<T>(_ body: () throws -> T) throws -> T {
+    func local<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as SyncError { throw error } catch { throw SyncError.local(String(describing: error)) }
     }
 
-    private func history(after generation: Int64, limit: Int?) throws -> [HistoryTransaction] {
+    func history(after generation: Int64, limit: Int?) throws -> [HistoryTransaction] {
         do {
             let token = generation > 0 ? HistoryToken(store: coordinator.storeUUID, generation: generation) : nil
             return try coordinator.history(after: token, limit: limit, includingRowValues: true)
@@ -274,357 +272,12 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    private func hasUnpushed(after generation: Int64) throws -> Bool {
+    func hasUnpushed(after generation: Int64) throws -> Bool {
         let pushed = Int64(try local { try coordinator.syncState() }[StoreCoordinator.pushedThroughKey] ?? "") ?? 0
         guard pushed < generation else { return false }
         return try history(after: pushed, limit: nil).contains { $0.author != SyncEngine.transactionAuthor && $0.kind != .migration }
     }
 
-    // MARK: Enrolling
-
-    /// The replica's number: registered with the server on the first round (the store's keys
-    /// move to its block, and a store that had rows pushes them once, as a `seed` transaction).
-    private func enrol(_ connection: PostgresConnection) async throws -> Int64 {
-        var local = try self.local { try coordinator.syncState() }
-        let uuid = coordinator.storeUUID.uuidString
-        if let known = local[SyncEngine.replicaKey].flatMap(Int64.init) {
-            let rows = try await ServerSchema.run("looking up this replica", logger) {
-                try await connection.query("SELECT replica, pushed_through FROM strata_sync_replica WHERE replica = \(known) AND store_uuid = \(uuid)", logger: logger)
-                    .collect()
-            }
-            guard let row = rows.first else { throw SyncError.replicaUnknown(replica: known, store: coordinator.storeUUID) }
-            // A push the server committed before this process could note it (killed between).
-            let serverPushed = try row.decode((Int64, Int64).self).1
-            let pushed = Int64(local[StoreCoordinator.pushedThroughKey] ?? "") ?? 0
-            if serverPushed > pushed { try self.local { try coordinator.writeSyncState([StoreCoordinator.pushedThroughKey: String(serverPushed)]) } }
-            if local[SyncEngine.seedKey] == "1" { try await pushSeed(connection, replica: known) }
-            update { $0.replica = known; $0.pushedThrough = max(serverPushed, pushed) }
-            return known
-        }
-        // Register (or find this store's registration from a run killed before it noted it).
-        let replica: Int64 = try await ServerSchema.run("registering this replica", logger) {
-            let rows = try await connection.query("""
-                INSERT INTO strata_sync_replica (store_uuid, name) VALUES (\(uuid), \(name ?? ProcessInfo.processInfo.hostName))
-                ON CONFLICT (store_uuid) DO UPDATE SET name = EXCLUDED.name RETURNING replica
-                """, logger: logger).collect()
-            return try rows[0].decode(Int64.self)
-        }
-        SyncKillPoint.hit("enrol.registered")
-        try self.local {
-            try coordinator.installSyncCapture()
-            try coordinator.moveKeys(toBlock: replica)
-        }
-        let snapshot = try self.local { try coordinator.snapshotRows() }
-        local = [SyncEngine.replicaKey: String(replica), StoreCoordinator.pushedThroughKey: String(snapshot.generation),
-                 SyncEngine.pulledKey: "0", SyncEngine.seedKey: snapshot.rows.isEmpty ? "0" : "1"]
-        try self.local { try coordinator.writeSyncState(local) }
-        if !snapshot.rows.isEmpty { try await pushSeed(connection, replica: replica) }
-        update { $0.replica = replica; $0.pushedThrough = snapshot.generation }
-        return replica
-    }
-
-    /// The rows the store had when sync was switched on, as one transaction (local generation 0).
-    private func pushSeed(_ connection: PostgresConnection, replica: Int64) async throws {
-        let snapshot = try local { try coordinator.snapshotRows() }
-        let changes = snapshot.rows.map { id, row in
-            SyncChange(kind: .insert, entity: id.entityName, key: id.primaryKey, attributes: row.attributes, toOnes: row.toOnes.mapValues { $0?.primaryKey })
-        }
-        let json = try SyncJSON.encode(changes)
-        try await ServerSchema.run("pushing this store's rows", logger) {
-            try await connection.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(ServerSchema.lockKey))", logger: logger)
-                let seeded = try await connection.query("SELECT count(*) FROM strata_sync_replica WHERE seeded AND replica <> \(replica)", logger: logger)
-                    .collect()[0].decode(Int64.self)
-                if seeded > 0 { throw SyncError.seedConflict }
-                try await connection.query("""
-                    INSERT INTO strata_sync_txn (seq, replica, local_generation, kind, changes)
-                    VALUES ((SELECT \(unescaped: ServerSchema.nextSeq)), \(replica), 0, 'seed', \(json)::json)
-                    ON CONFLICT (replica, local_generation) DO NOTHING
-                    """, logger: logger)
-                try await connection.query("UPDATE strata_sync_replica SET seeded = true WHERE replica = \(replica)", logger: logger)
-                try await connection.query("SELECT pg_notify(\(ServerSchema.channel), (SELECT max(seq)::text FROM strata_sync_txn))", logger: logger)
-            }
-        }
-        try local { try coordinator.writeSyncState([SyncEngine.seedKey: "0"]) }
-    }
-
-    // MARK: Push
-
-    /// Pushes local transactions after the last pushed, a page per server transaction; returns
-    /// how many were pushed. Idempotent: a page the server committed before a kill is not added
-    /// again (`(replica, local_generation)` is unique).
-    private func push(_ connection: PostgresConnection, replica: Int64) async throws -> Int {
-        var pushedCount = 0
-        var pushed = Int64(try local { try coordinator.syncState() }[StoreCoordinator.pushedThroughKey] ?? "") ?? 0
-        while true {
-            let page = try history(after: pushed, limit: SyncEngine.pageSize)
-            guard let last = page.last?.token.generation else { break }
-            let outgoing: [(Int64, String, String)] = try page.compactMap { transaction in
-                guard transaction.author != SyncEngine.transactionAuthor, transaction.kind != .migration else { return nil }
-                let changes = transaction.changes.compactMap(SyncChange.init)
-                guard !changes.isEmpty else { return nil }
-                return (transaction.token.generation, transaction.kind.rawValue, try SyncJSON.encode(changes))
-            }
-            if !outgoing.isEmpty {
-                try await ServerSchema.run("pushing local transactions", logger) {
-                    try await connection.withTransaction(logger: logger) { connection in
-                        try await connection.query("SELECT pg_advisory_xact_lock(\(ServerSchema.lockKey))", logger: logger)
-                        // Already on the server (a push killed after its commit): kept out even
-                        // when its transaction was compacted away.
-                        let known = try await connection.query("SELECT pushed_through FROM strata_sync_replica WHERE replica = \(replica)", logger: logger)
-                            .collect().first?.decode(Int64.self) ?? 0
-                        for (generation, kind, json) in outgoing where generation > known {
-                            try await connection.query("""
-                                INSERT INTO strata_sync_txn (seq, replica, local_generation, kind, changes)
-                                VALUES ((SELECT \(unescaped: ServerSchema.nextSeq)), \(replica), \(generation), \(kind), \(json)::json)
-                                ON CONFLICT (replica, local_generation) DO NOTHING
-                                """, logger: logger)
-                            ServerWatch.progress()
-                        }
-                        try await connection.query("""
-                            UPDATE strata_sync_replica SET pushed_through = greatest(pushed_through, \(last)) WHERE replica = \(replica)
-                            """, logger: logger)
-                        try await connection.query("SELECT pg_notify(\(ServerSchema.channel), (SELECT max(seq)::text FROM strata_sync_txn))", logger: logger)
-                        SyncKillPoint.hit("push.sent")
-                    }
-                }
-                SyncKillPoint.hit("push.committed")
-                pushedCount += outgoing.count
-            }
-            try local { try coordinator.writeSyncState([StoreCoordinator.pushedThroughKey: String(last)]) }
-            pushed = last
-            let count = outgoing.count
-            update { $0.pushedThrough = last; $0.pushedTransactions += count }
-        }
-        return pushedCount
-    }
-
-    // MARK: Pull
-
-    /// Applies every server transaction after the pulled position: folded onto the base (the
-    /// server's state at that position, see ``SyncFold``) and the rows that changed written into
-    /// the store in one save, with the new position. Returns how many it read (0: up to date),
-    /// or `nil` when a local commit landed meanwhile (nothing was applied: push again first).
-    private func pull(_ connection: PostgresConnection, replica: Int64, generation: Int64, report: inout SyncReport) async throws -> Int? {
-        let local = try self.local { try coordinator.syncState() }
-        let pulled = Int64(local[SyncEngine.pulledKey] ?? "") ?? 0
-        let log = try await readLog(connection, after: pulled)
-        let transactions = log.transactions
-        SyncKillPoint.hit("pull.read")
-        guard let last = transactions.last?.seq ?? (log.snapshot != nil ? log.snapshotThrough : nil) else { return 0 }
-        var aliases: [String: Int64] = [:]
-        for (key, value) in local where key.hasPrefix("alias:") { aliases[key] = Int64(value) }
-        let model = coordinator.model
-        let folded: (overlay: [ObjectID: FoldRow?], aliases: [String: Int64], merged: Int)
-        if let snapshot = log.snapshot {
-            // Behind the compacted log: the snapshot is the base, every local row is compared.
-            var fold = SyncFold(model: model, base: SnapshotBase(rows: snapshot.rows), aliases: snapshot.aliases)
-            for transaction in transactions { try fold.apply(transaction) }
-            var rows: [ObjectID: FoldRow?] = snapshot.rows.mapValues { .some($0) }
-            for (id, row) in fold.overlay { rows[id] = .some(row) }
-            for (id, _) in try self.local({ try coordinator.snapshotRows() }).rows where rows[id] == nil { rows[id] = .some(nil) }
-            folded = (rows, snapshot.aliases.merging(fold.newAliases) { $1 }, fold.merged)
-        } else {
-            folded = try self.local {
-                try coordinator.withSyncBase { base in
-                    var fold = SyncFold(model: model, base: LocalBase(base: base), aliases: aliases)
-                    for transaction in transactions { try fold.apply(transaction) }
-                    return (try fold.rowsToWrite(changedSinceApply: base.changedSinceApply()), fold.newAliases, fold.merged)
-                }
-            }
-        }
-        let context = coordinator.newContext(name: "strata.sync")
-        context.transactionAuthor = SyncEngine.transactionAuthor
-        let outcome: (SyncApply.Counts, committed: Bool) = try context.performAndWait {
-            let counts: SyncApply.Counts
-            do {
-                counts = try SyncApply.write(folded.overlay, into: context, model: model)
-            } catch let error as SyncError {
-                throw error
-            } catch {
-                throw SyncError.local("applying server transactions up to \(last): \(error)")
-            }
-            var bookkeeping = [SyncEngine.pulledKey: String(last)]
-            for (key, value) in folded.aliases { bookkeeping[key] = String(value) }
-            SyncKillPoint.hit("apply.built")
-            context.syncStateForNextCommit = bookkeeping
-            context.requiredGenerationForNextCommit = generation
-            do {
-                if context.hasChanges, try context.save() != nil { return (counts, true) }
-                try coordinator.writeSyncState(bookkeeping, requiringGeneration: generation, clearingCapture: true)
-                return (counts, true)
-            } catch is StoreMovedError {
-                context.rollback()
-                return (counts, false)
-            } catch {
-                context.rollback()
-                throw SyncError.local("saving server transactions up to \(last): \(error)")
-            }
-        }
-        guard outcome.committed else { return nil }
-        SyncKillPoint.hit("apply.committed")
-        report.pulled += transactions.count
-        report.pulledOwn += transactions.filter { $0.replica == replica }.count
-        report.inserted += outcome.0.inserted
-        report.updated += outcome.0.updated
-        report.deleted += outcome.0.deleted
-        report.merged += folded.merged
-        let count = max(transactions.count, 1)
-        if log.snapshot != nil { report.bootstrapped = true }
-        update {
-            $0.pulledThrough = last
-            $0.pulledTransactions += count
-            $0.serverSeq = max($0.serverSeq, last)
-        }
-        return count
-    }
-
-    struct Snapshot {
-        var rows: [ObjectID: FoldRow]
-        var aliases: [String: Int64]
-    }
-
-    /// The log after `after`, read in one repeatable-read transaction: when `after` is behind the
-    /// compacted part, the snapshot and the transactions after it.
-    func readLog(_ connection: PostgresConnection, after: Int64) async throws -> (transactions: [SyncTransaction], snapshot: Snapshot?, snapshotThrough: Int64) {
-        try await ServerSchema.run("reading the server's log", logger) {
-            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
-            do {
-                let through = try await connection.query("""
-                    SELECT coalesce((SELECT value::bigint FROM strata_sync_meta WHERE key = 'snapshot-through'), 0)
-                    """, logger: logger).collect().first?.decode(Int64.self) ?? 0
-                var snapshot: Snapshot?
-                var from = after
-                if after < through {
-                    var rows: [ObjectID: FoldRow] = [:]
-                    for try await json in try await connection.query("SELECT row::text FROM strata_sync_snapshot", logger: logger).decode(String.self) {
-                        for change in try SyncJSON.decode("[\(json)]", seq: through) {
-                            rows[ObjectID(entityName: change.entity, primaryKey: change.key)] = FoldRow(attributes: change.attributes, toOnes: change.toOnes)
-                        }
-                    }
-                    var aliases: [String: Int64] = [:]
-                    for try await (name, target) in try await connection.query("SELECT name, target FROM strata_sync_snapshot_alias", logger: logger)
-                        .decode((String, Int64).self) { aliases[name] = target }
-                    snapshot = Snapshot(rows: rows, aliases: aliases)
-                    from = through
-                }
-                var transactions: [SyncTransaction] = []
-                while true {
-                    let page = try await readTransactions(connection, after: transactions.last?.seq ?? from, limit: SyncEngine.pageSize, replica: nil)
-                    transactions += page
-                    if page.count < SyncEngine.pageSize { break }
-                }
-                try await connection.query("COMMIT", logger: logger)
-                return (transactions, snapshot, through)
-            } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
-                throw error
-            }
-        }
-    }
-
-    // MARK: Compaction
-
-    /// Folds the server's log up to this replica's position into a snapshot on the server and
-    /// drops those transactions (after a round, so that the position is the server's last
-    /// transaction). A replica behind the snapshot then starts from it, and the transactions
-    /// after it. Returns the snapshot's position.
-    @discardableResult
-    public func compact() async throws -> Int64 {
-        let lock = try await SyncFileLock.acquire(path: storePathForLock)
-        defer { lock.release() }
-        do {
-            let connection = try await server.connect(logger: logger)
-            defer { Task { try? await connection.close() } }
-            return try await withDeadline(connection) {
-                _ = try await self.round(connection)
-                return try await self.writeSnapshot(connection)
-            }
-        } catch {
-            let failure = error as? SyncError ?? ServerSchema.describe(error, doing: "compacting")
-            update { $0.lastError = failure }
-            throw failure
-        }
-    }
-
-    private func writeSnapshot(_ connection: PostgresConnection) async throws -> Int64 {
-        let (through, rows, aliases): (Int64, [(ObjectID, HistoryRow)], [(String, Int64)]) = try local {
-            try coordinator.withSyncBase { base in
-                let state = try coordinator.syncState()
-                let aliases = state.compactMap { key, value in key.hasPrefix("alias:") ? Int64(value).map { (key, $0) } : nil }
-                return (Int64(state[SyncEngine.pulledKey] ?? "") ?? 0, try base.allRows(), aliases)
-            }
-        }
-        let encoded = try rows.map { id, row in
-            (id.entityName, id.primaryKey, String(try SyncJSON.encode([SyncChange(kind: .insert, entity: id.entityName, key: id.primaryKey,
-                                                                                  attributes: row.attributes, toOnes: row.toOnes.mapValues { $0?.primaryKey })]).dropFirst().dropLast()))
-        }
-        return try await ServerSchema.run("writing the snapshot", logger) {
-            try await connection.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(ServerSchema.lockKey))", logger: logger)
-                let current = try await connection.query("""
-                    SELECT coalesce((SELECT value::bigint FROM strata_sync_meta WHERE key = 'snapshot-through'), 0)
-                    """, logger: logger).collect().first?.decode(Int64.self) ?? 0
-                guard through > current else { return current }
-                try await connection.query("DELETE FROM strata_sync_snapshot", logger: logger)
-                try await connection.query("DELETE FROM strata_sync_snapshot_alias", logger: logger)
-                for chunk in stride(from: 0, to: encoded.count, by: 500) {
-                    let rows = encoded[chunk..<min(chunk + 500, encoded.count)]
-                    var bindings = PostgresBindings()
-                    var values: [String] = []
-                    for (index, (entity, key, json)) in rows.enumerated() {
-                        bindings.append(entity)
-                        bindings.append(key)
-                        bindings.append(json)
-                        values.append("($\(3 * index + 1), $\(3 * index + 2), $\(3 * index + 3)::json)")
-                    }
-                    try await connection.query(PostgresQuery(unsafeSQL: "INSERT INTO strata_sync_snapshot (entity, key, row) VALUES " + values.joined(separator: ", "),
-                                                              binds: bindings), logger: logger)
-                    ServerWatch.progress()
-                }
-                for (name, target) in aliases {
-                    try await connection.query("INSERT INTO strata_sync_snapshot_alias (name, target) VALUES (\(name), \(target))", logger: logger)
-                }
-                try await connection.query("""
-                    INSERT INTO strata_sync_meta (key, value) VALUES ('snapshot-through', \(String(through)))
-                    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
-                    """, logger: logger)
-                try await connection.query("DELETE FROM strata_sync_txn WHERE seq <= \(through)", logger: logger)
-                return through
-            }
-        }
-    }
-
-    /// Server transactions after `after` (all replicas', or one replica's), in the server's order.
-    func readTransactions(_ connection: PostgresConnection, after: Int64, limit: Int?, replica: Int64?) async throws -> [SyncTransaction] {
-        try await ServerSchema.run("reading the server's log", logger) {
-            let rows: PostgresRowSequence
-            switch (replica, limit) {
-            case let (replica?, _):
-                rows = try await connection.query("""
-                    SELECT seq, replica, local_generation, kind, changes::text FROM strata_sync_txn
-                    WHERE replica = \(replica) AND seq > \(after) ORDER BY seq
-                    """, logger: logger)
-            case let (nil, limit?):
-                rows = try await connection.query("""
-                    SELECT seq, replica, local_generation, kind, changes::text FROM strata_sync_txn
-                    WHERE seq > \(after) ORDER BY seq LIMIT \(limit)
-                    """, logger: logger)
-            case (nil, nil):
-                rows = try await connection.query("""
-                    SELECT seq, replica, local_generation, kind, changes::text FROM strata_sync_txn
-                    WHERE seq > \(after) ORDER BY seq
-                    """, logger: logger)
-            }
-            var result: [SyncTransaction] = []
-            for try await (seq, replica, generation, kind, json) in rows.decode((Int64, Int64, Int64, String, String).self) {
-                result.append(SyncTransaction(seq: seq, replica: replica, localGeneration: generation, kind: kind,
-                                              changes: try SyncJSON.decode(json, seq: seq)))
-                ServerWatch.progress()
-            }
-            return result
-        }
-    }
 }
 
 /// A continuation resumed once, by whichever of several tasks answers first.
