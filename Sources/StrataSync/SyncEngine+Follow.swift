@@ -82,9 +82,11 @@ extension SyncEngine {
                     if progress.inFlight { continue }
                     if progress.rounds != rounds { rounds = progress.rounds; quiet = .zero }
                     seen = max(seen, progress.settled)
-                    let now = (try? self.coordinator.currentGeneration()) ?? seen
+                    // A generation that can't be read wakes a round too: the round reads it again,
+                    // and its error goes into the status (not taken for "nothing changed").
+                    let now: Int64? = try? self.coordinator.currentGeneration()
                     if now != seen || quiet >= .seconds(5) {
-                        seen = now
+                        seen = now ?? seen
                         quiet = .zero
                         wake.yield()
                     }
