@@ -13,19 +13,9 @@ extension SyncEngine {
     /// after it. Returns the snapshot's position.
     @discardableResult
     public func compact() async throws -> Int64 {
-        let lock = try await SyncFileLock.acquire(path: storePathForLock)
-        defer { lock.release() }
-        do {
-            let connection = try await server.connect(logger: logger)
-            defer { Task { try? await connection.close() } }
-            return try await withDeadline(connection) {
-                _ = try await self.round(connection)
-                return try await self.writeSnapshot(connection)
-            }
-        } catch {
-            let failure = error as? SyncError ?? ServerSchema.describe(error, doing: "compacting")
-            update { $0.lastError = failure }
-            throw failure
+        try await onConnection(doing: "compacting") { connection in
+            _ = try await self.round(connection)
+            return try await self.writeSnapshot(connection)
         }
     }
 

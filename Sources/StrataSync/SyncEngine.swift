@@ -169,14 +169,21 @@ public final class SyncEngine: Sendable {
     /// - Throws: ``SyncError``.
     @discardableResult
     public func sync() async throws -> SyncReport {
+        try await onConnection(doing: "syncing") { connection in try await self.round(connection) }
+    }
+
+    /// `body` on a new connection, bounded by ``withDeadline(_:_:)``, with the store's sync lock
+    /// held; the connection closed after. A failure, as a ``SyncError``, goes into
+    /// ``SyncStatus/lastError`` too.
+    func onConnection<T: Sendable>(doing: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let lock = try await SyncFileLock.acquire(path: storePathForLock)
         defer { lock.release() }
         do {
             let connection = try await server.connect(logger: logger)
             defer { Task { try? await connection.close() } }
-            return try await withDeadline(connection) { try await self.round(connection) }
+            return try await withDeadline(connection) { try await body(connection) }
         } catch {
-            let failure = error as? SyncError ?? ServerSchema.describe(error, doing: "syncing")
+            let failure = error as? SyncError ?? ServerSchema.describe(error, doing: doing)
             update { $0.lastError = failure }
             throw failure
         }
